@@ -1,0 +1,148 @@
+"""Reading and writing build artifacts: atomically, deterministically, strictly.
+
+Writers go to a temporary file in the destination directory and rename it
+into place, so a stage killed mid-write never leaves a half-written file a
+later stage could read. Readers validate every record and report the line of
+the first bad one: an artifact that was truncated or edited by hand is an
+error, not something to skip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from groundkit._validation import describe
+from groundkit.errors import ArtifactError
+
+M = TypeVar("M", bound=BaseModel)
+
+FLOAT_DIGITS = 6
+
+
+def round_floats(value: Any) -> Any:
+    """Round every float in a JSON-like value to ``FLOAT_DIGITS`` decimals."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"refusing to write a non-finite number: {value}")
+        return round(value, FLOAT_DIGITS)
+    if isinstance(value, dict):
+        return {k: round_floats(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [round_floats(v) for v in value]
+    return value
+
+
+def dumps_json(value: Any) -> str:
+    """Deterministic JSON: sorted keys, rounded floats, two-space indent, trailing newline."""
+    return json.dumps(round_floats(value), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8, LF) to ``path`` via a temporary file and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_lines(path: str | Path, lines: Iterable[str]) -> None:
+    """Write one record per line, each terminated by LF."""
+    atomic_write_text(path, "".join(f"{line}\n" for line in lines))
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary directory that replaces ``path`` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def model_line(model: BaseModel) -> str:
+    """One model as canonical single-line JSON."""
+    return json.dumps(round_floats(model.model_dump(mode="json")), sort_keys=True, ensure_ascii=False)
+
+
+def _artifact_text(path: Path, producer: str) -> str:
+    if not path.is_file():
+        raise ArtifactError(path, "artifact is missing", fix=f"run the {producer} stage first (dvc repro)")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ArtifactError(
+            path, "is not valid UTF-8; it was damaged or edited", fix=f"delete it and re-run the {producer} stage"
+        ) from None
+    if text and not text.endswith("\n"):
+        raise ArtifactError(
+            path,
+            "does not end with a newline: it was truncated or edited by hand",
+            fix=f"delete it and re-run the {producer} stage (dvc repro -f -s {producer})",
+            line=text.count("\n") + 1,
+        )
+    return text
+
+
+def read_models(path: str | Path, model: type[M], *, producer: str) -> list[M]:
+    """Read a JSONL artifact of ``model`` records, failing on the first bad line."""
+    path = Path(path)
+    records = []
+    for number, line in enumerate(_artifact_text(path, producer).split("\n")[:-1], start=1):
+        try:
+            records.append(model.model_validate_json(line))
+        except ValidationError as exc:
+            key, problem = describe(exc)
+            raise ArtifactError(
+                path,
+                f"record is invalid ({key}: {problem}); the artifact was truncated or edited by hand",
+                fix=f"delete it and re-run the {producer} stage (dvc repro -f -s {producer})",
+                line=number,
+            ) from None
+    return records
+
+
+def read_json(path: str | Path, *, producer: str) -> Any:
+    """Read a JSON artifact."""
+    path = Path(path)
+    text = _artifact_text(path, producer)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(
+            path,
+            f"is not valid JSON ({exc.msg}); it was truncated or edited by hand",
+            fix=f"delete it and re-run the {producer} stage",
+            line=exc.lineno,
+        ) from None
+
+
+def read_lines(path: str | Path, *, producer: str) -> list[str]:
+    """Read a line-oriented artifact, requiring the final newline."""
+    return _artifact_text(Path(path), producer).split("\n")[:-1]

@@ -1,0 +1,93 @@
+"""The ``groundkit`` command line.
+
+Errors groundkit can explain are printed as one message and exit 1; usage
+errors exit 2. A traceback is shown only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from groundkit.errors import GroundkitError
+
+EXIT_ERROR = 1
+EXIT_INTERNAL = 3
+
+
+def guarded(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None) -> int:
+    """Run ``main``, turning a GroundkitError into one message on stderr and exit status 1."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    if debug:
+        args.remove("--debug")
+    try:
+        return main(args)
+    except GroundkitError as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+        if debug:
+            traceback.print_exc()
+        else:
+            print(
+                f"internal error: {type(exc).__name__}: {exc}\n"
+                "  this is a bug in groundkit; re-run with --debug for a traceback and report it",
+                file=sys.stderr,
+            )
+        return EXIT_INTERNAL
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from groundkit.evals.runner import run
+    from groundkit.params import load_params
+
+    params = load_params(args.params, args.set)
+    summary = run(args.corpus, args.judgments, params, args.out)
+    answerable = summary["answerable"]
+    no_answer = summary["no_answer"]
+    assert isinstance(answerable, dict) and isinstance(no_answer, dict)
+    shown = ", ".join(f"{k}={v:.4f}" for k, v in answerable.items() if isinstance(v, float))
+    print(f"answerable ({answerable['queries']}): {shown}")
+    print(f"no_answer ({no_answer['queries']}): abstained {no_answer['abstained']}")
+    print(f"artifacts written to {args.out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="groundkit", description="Reproducible retrieval evaluation anchored on verbatim gold quotes."
+    )
+    parser.add_argument("--debug", action="store_true", help="show a traceback on error")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run the whole evaluation in-process into --out")
+    run.add_argument("--corpus", required=True, help="directory of documents")
+    run.add_argument("--judgments", required=True, help="judgments JSONL file")
+    run.add_argument("--params", default=None, help="params.yaml (defaults when omitted)")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a parameter, e.g. --set chunk.size=400 (repeatable)")
+    run.add_argument("--out", required=True, help="output directory for the artifacts")
+    run.set_defaults(handler=_cmd_run)
+    return parser
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.handler(args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``groundkit`` console script."""
+    return guarded(_main, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

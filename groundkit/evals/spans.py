@@ -1,0 +1,208 @@
+"""Resolving gold quotes to character spans, and spans to relevant chunks.
+
+A quote must occur exactly once in its document's current text. Zero and
+several matches are both errors: the first means the label broke (the
+document was edited, or the quote is not verbatim), the second means the
+label is ambiguous. Both fail the run before any chunking or indexing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, ConfigDict
+
+from groundkit.contracts import Chunk, Document
+from groundkit.errors import SpanError
+from groundkit.evals.corpus import Category, GoldSpan, Judgment
+
+
+class ResolvedSpan(BaseModel):
+    """A gold quote located as ``[start, end)`` in its document's text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    document: str
+    quote: str
+    start: int
+    end: int
+
+
+class ResolvedJudgment(BaseModel):
+    """A judgment whose every gold quote has been located; one line of build/gold_spans.jsonl."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    query_id: str
+    query: str
+    category: Category
+    spans: list[ResolvedSpan]
+
+
+_CURLY = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
+_SPACE = re.compile(r"\s+")
+
+
+def _line_col(text: str, offset: int) -> str:
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return f"{line}:{col}"
+
+
+def _near_miss(quote: str, text: str) -> str:
+    """Explain why a quote that is not in the text almost is, if it almost is."""
+    for form in ("NFC", "NFD"):
+        if unicodedata.normalize(form, quote) != quote and unicodedata.normalize(form, quote) in text:
+            return (
+                f"it matches only after Unicode normalisation ({form}): the quote and the document "
+                "encode an accented character differently; copy the quote from the document verbatim"
+            )
+    if unicodedata.normalize("NFC", quote) in unicodedata.normalize("NFC", text):
+        return "it matches only after Unicode normalisation (NFC); copy the quote from the document verbatim"
+    if quote.translate(_CURLY) in text.translate(_CURLY):
+        return (
+            "it matches only if curly quotes or dashes are treated as straight ones; "
+            "the quote must be verbatim, so copy its punctuation from the document"
+        )
+    if _SPACE.sub(" ", quote) in _SPACE.sub(" ", text):
+        return (
+            "it matches only if whitespace is collapsed (a line break or double space differs); "
+            "the quote must be verbatim, including line breaks"
+        )
+    if quote.lower() in text.lower():
+        return "it matches only case-insensitively; the quote must be verbatim, including case"
+    return "check that the document was not edited since the quote was written"
+
+
+def resolve_gold_span(
+    judgment: Judgment,
+    gold: GoldSpan,
+    document: Document,
+    *,
+    judgments_path: str | Path = "judgments.jsonl",
+) -> ResolvedSpan:
+    """Locate ``gold.quote`` in ``document`` as a ``[start, end)`` span.
+
+    Raises:
+        SpanError: the quote occurs zero times or more than once.
+    """
+    quote, text = gold.quote, document.text
+    where = f"judgment {judgment.query_id!r}, document {gold.document!r}"
+    if len(quote) > len(text):
+        raise SpanError(
+            judgments_path,
+            f"{where}: the quote ({len(quote)} characters) is longer than the document ({len(text)} characters)",
+            fix="quote a short passage of the document, not more than the document",
+            line=judgment.line or None,
+        )
+    first = text.find(quote)
+    if first < 0:
+        raise SpanError(
+            judgments_path,
+            f"{where}: quote not found: {quote!r}; {_near_miss(quote, text)}",
+            fix="copy the quote character for character from the document's current text",
+            line=judgment.line or None,
+        )
+    starts = [first]
+    nxt = text.find(quote, first + 1)
+    while nxt >= 0:
+        starts.append(nxt)
+        nxt = text.find(quote, nxt + 1)
+    if len(starts) > 1:
+        places = ", ".join(f"line:col {_line_col(text, s)} (offset {s})" for s in starts)
+        raise SpanError(
+            judgments_path,
+            f"{where}: quote occurs {len(starts)} times, at {places}: {quote!r}",
+            fix="lengthen the quote with neighbouring words until it occurs exactly once",
+            line=judgment.line or None,
+        )
+    return ResolvedSpan(document=gold.document, quote=quote, start=first, end=first + len(quote))
+
+
+def _check_document_path(judgment: Judgment, gold: GoldSpan, judgments_path: str | Path) -> None:
+    path = PurePosixPath(gold.document)
+    if path.is_absolute() or ".." in path.parts or "\\" in gold.document:
+        raise SpanError(
+            judgments_path,
+            f"judgment {judgment.query_id!r}: document {gold.document!r} is not a corpus-relative path "
+            "(absolute paths and '..' would escape the corpus root)",
+            fix="write the path relative to the corpus root, e.g. 'storage/compaction.md'",
+            line=judgment.line or None,
+            key="gold.document",
+        )
+
+
+def resolve_judgments(
+    judgments: Sequence[Judgment],
+    documents: Mapping[str, Document],
+    *,
+    judgments_path: str | Path = "judgments.jsonl",
+    corpus_root: str | Path = "corpus",
+) -> list[ResolvedJudgment]:
+    """Resolve every gold quote of every judgment; the first failure raises."""
+    resolved = []
+    for judgment in judgments:
+        spans = []
+        for gold in judgment.gold:
+            _check_document_path(judgment, gold, judgments_path)
+            document = documents.get(gold.document)
+            if document is None:
+                raise SpanError(
+                    judgments_path,
+                    f"judgment {judgment.query_id!r}: document {gold.document!r} is not a file in the corpus "
+                    f"root {Path(corpus_root).as_posix()!r}",
+                    fix="fix the path (corpus-relative, case-sensitive) or add the document",
+                    line=judgment.line or None,
+                    key="gold.document",
+                )
+            spans.append(resolve_gold_span(judgment, gold, document, judgments_path=judgments_path))
+        resolved.append(
+            ResolvedJudgment(query_id=judgment.query_id, query=judgment.query, category=judgment.category, spans=spans)
+        )
+    return resolved
+
+
+def chunk_overlaps_span(chunk: Chunk, span: ResolvedSpan) -> bool:
+    """True if the chunk and the span share at least one character of the same document."""
+    return chunk.document == span.document and chunk.start_offset < span.end and span.start < chunk.end_offset
+
+
+class ChunkLocator:
+    """Finds the chunks overlapping a span without scanning the whole corpus."""
+
+    def __init__(self, chunks: Iterable[Chunk]) -> None:
+        self._by_doc: dict[str, list[Chunk]] = {}
+        for chunk in chunks:
+            self._by_doc.setdefault(chunk.document, []).append(chunk)
+        self._starts: dict[str, list[int]] = {}
+        for doc, items in self._by_doc.items():
+            items.sort(key=lambda c: (c.start_offset, c.end_offset))
+            self._starts[doc] = [c.start_offset for c in items]
+        self._max_len = {doc: max(c.end_offset - c.start_offset for c in items) for doc, items in self._by_doc.items()}
+
+    def overlapping(self, span: ResolvedSpan) -> list[Chunk]:
+        """Chunks of ``span.document`` that overlap ``span``, in offset order."""
+        items = self._by_doc.get(span.document, [])
+        if not items:
+            return []
+        starts = self._starts[span.document]
+        # A chunk starting before span.start - max_len cannot reach the span.
+        lo = bisect.bisect_left(starts, span.start - self._max_len[span.document])
+        hi = bisect.bisect_left(starts, span.end)
+        return [c for c in items[lo:hi] if chunk_overlaps_span(c, span)]
+
+
+def relevant_chunk_ids(resolved: Iterable[ResolvedJudgment], chunks: Iterable[Chunk]) -> dict[str, set[str]]:
+    """Derive chunk-level qrels: every chunk overlapping any gold span of the query is relevant."""
+    locator = ChunkLocator(chunks)
+    qrels: dict[str, set[str]] = {}
+    for judgment in resolved:
+        ids: set[str] = set()
+        for span in judgment.spans:
+            ids.update(c.chunk_id for c in locator.overlapping(span))
+        qrels[judgment.query_id] = ids
+    return qrels

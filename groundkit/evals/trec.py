@@ -1,0 +1,77 @@
+"""TREC run and qrels files, the formats trec_eval and ir_measures read.
+
+Run: ``query_id Q0 chunk_id rank score tag``, ranks 1..n per query in
+groundkit's order. Qrels: ``query_id 0 chunk_id 1``. groundkit reads the
+rank column, never re-sorting by score; trec_eval sorts by score and breaks
+ties by docno, so the two agree whenever a query's scores are distinct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from groundkit.artifacts import read_lines
+from groundkit.errors import ArtifactError
+
+RUN_TAG = "groundkit-bm25"
+
+Ranking = list[tuple[str, float]]
+
+
+def run_lines(rankings: Mapping[str, Sequence[tuple[str, float]]], tag: str = RUN_TAG) -> Iterable[str]:
+    """Lines of a TREC run, queries in the mapping's order."""
+    for query_id, ranking in rankings.items():
+        for rank, (chunk_id, score) in enumerate(ranking, start=1):
+            yield f"{query_id} Q0 {chunk_id} {rank} {score:.6f} {tag}"
+
+
+def qrels_lines(qrels: Mapping[str, Iterable[str]]) -> Iterable[str]:
+    """Lines of a TREC qrels file, chunk ids sorted within each query."""
+    for query_id, chunk_ids in qrels.items():
+        for chunk_id in sorted(chunk_ids):
+            yield f"{query_id} 0 {chunk_id} 1"
+
+
+def read_run(path: str | Path, query_ids: Sequence[str], chunk_ids: set[str] | None = None) -> dict[str, Ranking]:
+    """Parse and check a run written by the retrieve stage.
+
+    Every query in ``query_ids`` gets an entry (empty when nothing was
+    retrieved). Ranks must run 1..n in file order and scores must not rise.
+    """
+    path = Path(path)
+    fix = "delete it and re-run the retrieve stage (dvc repro -f -s retrieve)"
+    known = set(query_ids)
+    rankings: dict[str, Ranking] = {q: [] for q in query_ids}
+    seen_done: set[str] = set()
+    current: str | None = None
+    for number, line in enumerate(read_lines(path, producer="retrieve"), start=1):
+        parts = line.split(" ")
+        if len(parts) != 6 or parts[1] != "Q0":
+            raise ArtifactError(path, "is not a six-column TREC run line", line=number, fix=fix)
+        query_id, _, chunk_id, rank_text, score_text, _tag = parts
+        if query_id not in known:
+            raise ArtifactError(path, f"names unknown query {query_id!r}", line=number, fix=fix)
+        if query_id != current:
+            if query_id in seen_done:
+                raise ArtifactError(path, f"query {query_id!r} appears in two separate blocks", line=number, fix=fix)
+            if current is not None:
+                seen_done.add(current)
+            current = query_id
+        try:
+            rank, score = int(rank_text), float(score_text)
+        except ValueError:
+            raise ArtifactError(path, "rank or score is not a number", line=number, fix=fix) from None
+        ranking = rankings[query_id]
+        if rank != len(ranking) + 1:
+            raise ArtifactError(path, f"rank {rank} out of sequence (expected {len(ranking) + 1})", line=number, fix=fix)
+        if ranking and score > ranking[-1][1]:
+            raise ArtifactError(path, "score rises within a query's ranking", line=number, fix=fix)
+        if not score > 0:
+            raise ArtifactError(path, "score is not above zero", line=number, fix=fix)
+        if chunk_ids is not None and chunk_id not in chunk_ids:
+            raise ArtifactError(path, f"names chunk {chunk_id!r}, which is not in chunks.jsonl", line=number, fix=fix)
+        if any(chunk_id == c for c, _ in ranking):
+            raise ArtifactError(path, f"chunk {chunk_id!r} is ranked twice for {query_id!r}", line=number, fix=fix)
+        ranking.append((chunk_id, score))
+    return rankings

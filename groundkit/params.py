@@ -1,0 +1,168 @@
+"""params.yaml: one section per concern, validated strictly.
+
+Every stage validates the whole file, so a typo anywhere fails the first
+stage that runs instead of being silently ignored; each stage then uses, and
+declares to DVC, only its own sections.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from groundkit._validation import describe
+from groundkit.chunking import ChunkParams
+from groundkit.errors import ParamsError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class CorpusParams(_Section):
+    """Where the documents and the judgments live (paths relative to the repo)."""
+
+    root: str = "evals/corpus"
+    judgments: str = "evals/judgments.jsonl"
+
+
+class BM25Params(_Section):
+    """Lucene BM25 parameters."""
+
+    k1: float = Field(default=1.2, ge=0.0, le=10.0)
+    b: float = Field(default=0.75, ge=0.0, le=1.0)
+
+    @field_validator("k1", "b", mode="before")
+    @classmethod
+    def _int_is_float(cls, value: object) -> object:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+
+class RetrieveParams(_Section):
+    """How many chunks to retrieve per query (the depth MRR is measured over)."""
+
+    depth: int = Field(default=100, gt=0)
+
+
+class ScoreParams(_Section):
+    """Cut-offs at which hit rate and nDCG are reported."""
+
+    ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+
+    @field_validator("ks")
+    @classmethod
+    def _ks_valid(cls, ks: list[int]) -> list[int]:
+        if not ks:
+            raise ValueError("ks must list at least one cut-off, e.g. [1, 3, 5, 10]")
+        if any(k <= 0 for k in ks):
+            raise ValueError("every k must be a positive integer")
+        if ks != sorted(set(ks)):
+            raise ValueError("ks must be strictly ascending without repeats, e.g. [1, 3, 5, 10]")
+        return ks
+
+
+class Params(_Section):
+    """The whole params.yaml."""
+
+    corpus: CorpusParams = Field(default_factory=CorpusParams)
+    chunk: ChunkParams = Field(default_factory=ChunkParams)
+    bm25: BM25Params = Field(default_factory=BM25Params)
+    retrieve: RetrieveParams = Field(default_factory=RetrieveParams)
+    score: ScoreParams = Field(default_factory=ScoreParams)
+
+    @model_validator(mode="after")
+    def _depth_covers_ks(self) -> Params:
+        if self.retrieve.depth < max(self.score.ks):
+            raise ValueError(
+                f"retrieve.depth ({self.retrieve.depth}) is smaller than the largest k in score.ks "
+                f"({max(self.score.ks)}); metrics at that k would be computed on a truncated ranking"
+            )
+        return self
+
+    def result_params(self) -> dict[str, Any]:
+        """The parameters that shape the numbers (not where the inputs live), for RunMetadata."""
+        return self.model_dump(mode="json", exclude={"corpus"})
+
+
+def _parse_override(assignment: str) -> tuple[list[str], Any]:
+    if "=" not in assignment:
+        raise ParamsError(
+            "--set", f"{assignment!r} is not KEY=VALUE", fix="write e.g. --set chunk.size=400"
+        )
+    key, _, raw = assignment.partition("=")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else raw
+    except yaml.YAMLError:
+        value = raw
+    return key.strip().split("."), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``section.key=value`` overrides (values parsed as YAML) to raw params."""
+    for assignment in overrides:
+        keys, value = _parse_override(assignment)
+        node = data
+        for depth, part in enumerate(keys[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ParamsError(
+                    "--set", f"{'.'.join(keys[: depth + 1])} is not a section", key=".".join(keys)
+                )
+            node = child
+        node[keys[-1]] = value
+    return data
+
+
+def read_params_file(path: str | Path) -> dict[str, Any]:
+    """Read params.yaml into a dict, with YAML errors reported by line."""
+    path = Path(path)
+    if not path.is_file():
+        raise ParamsError(path, "params file does not exist", fix="pass --params PATH or create params.yaml")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ParamsError(path, "is not valid UTF-8", fix="re-encode the file as UTF-8") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ParamsError(
+            path,
+            f"is not valid YAML: {getattr(exc, 'problem', exc)}",
+            fix="check indentation and quoting",
+            line=mark.line + 1 if mark is not None else None,
+        ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ParamsError(path, "must be a YAML mapping of sections", fix="see the committed params.yaml")
+    return data
+
+
+def validate_params(data: dict[str, Any], *, source: str | Path = "params.yaml") -> Params:
+    """Validate raw params, naming the offending dotted key on error."""
+    try:
+        return Params.model_validate(data)
+    except ValidationError as exc:
+        key, problem = describe(exc)
+        fix = "remove or correct the key; known sections are corpus, chunk, bm25, retrieve, score"
+        if "depth" in problem:
+            key = key or "retrieve.depth"
+            fix = "raise retrieve.depth to at least max(score.ks) or lower the largest k"
+        elif key:
+            fix = f"see the default params.yaml for the allowed values of {key}"
+        raise ParamsError(source, problem, key=key or None, fix=fix) from None
+
+
+def load_params(path: str | Path | None = None, overrides: list[str] | None = None) -> Params:
+    """Load params.yaml (or defaults when ``path`` is None) and apply ``--set`` overrides."""
+    data = read_params_file(path) if path is not None else {}
+    if overrides:
+        data = apply_overrides(data, overrides)
+    return validate_params(data, source=path if path is not None else "params")

@@ -1,0 +1,25 @@
+"""DVC stage chunk: split the validated corpus snapshot into chunks."""
+
+import argparse
+import sys
+from pathlib import Path
+
+from groundkit.cli import guarded
+from groundkit.evals import pipeline
+from groundkit.params import load_params
+
+
+def main(argv: list[str] | None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--params", required=True)
+    parser.add_argument("--documents", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    params = load_params(args.params)
+    chunks = pipeline.chunk(Path(args.documents), params.chunk, Path(args.out))
+    print(f"chunk: {len(chunks)} chunks", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(guarded(main))

@@ -1,0 +1,25 @@
+"""DVC stage index: build the BM25 index over the chunks."""
+
+import argparse
+import sys
+from pathlib import Path
+
+from groundkit.cli import guarded
+from groundkit.evals import pipeline
+from groundkit.params import load_params
+
+
+def main(argv: list[str] | None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--params", required=True)
+    parser.add_argument("--chunks", required=True)
+    parser.add_argument("--out", required=True, help="index directory")
+    args = parser.parse_args(argv)
+    params = load_params(args.params)
+    built = pipeline.index(Path(args.chunks), params.bm25, Path(args.out))
+    print(f"index: {built.num_chunks} chunks, {len(built.vocab)} terms", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(guarded(main))

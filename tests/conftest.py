@@ -1,0 +1,50 @@
+"""Shared fixtures: tiny corpora built in temporary directories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write_judgments(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path: Path) -> tuple[Path, Path]:
+    """Three short documents sharing vocabulary, and one judgment of each kind."""
+    root = tmp_path / "corpus"
+    (root / "ops").mkdir(parents=True)
+    (root / "ops" / "backup.md").write_text(
+        "Backups take a snapshot of every range. A full backup runs weekly.\n"
+        "Incremental backups run hourly and keep 30 days of history.\n",
+        encoding="utf-8",
+    )
+    (root / "ops" / "replicas.md").write_text(
+        "A lagging replica receives a snapshot instead of log entries.\n"
+        "Snapshot transfers are limited to 32 MiB per second by default.\n",
+        encoding="utf-8",
+    )
+    (root / "isolation.md").write_text(
+        "Snapshot isolation lets a transaction read a consistent view.\nWrite skew is possible under it.\n",
+        encoding="utf-8",
+    )
+    judgments = write_judgments(
+        tmp_path / "judgments.jsonl",
+        [
+            {"query_id": "q1", "query": "how often do incremental backups run", "category": "factoid",
+             "gold": [{"document": "ops/backup.md", "quote": "Incremental backups run hourly"}]},
+            {"query_id": "q2", "query": "snapshot transfer speed limit for a replica", "category": "multi_passage",
+             "gold": [{"document": "ops/replicas.md", "quote": "limited to 32 MiB per second"},
+                      {"document": "ops/replicas.md", "quote": "receives a snapshot instead of log entries"}]},
+            {"query_id": "q3", "query": "anomaly where two writers both succeed", "category": "lexical_gap",
+             "gold": [{"document": "isolation.md", "quote": "Write skew is possible"}]},
+            {"query_id": "q4", "query": "sourdough hydration ratio", "category": "no_answer", "gold": []},
+        ],
+    )
+    return root, judgments

@@ -1,0 +1,117 @@
+"""BM25: a hand-worked example, an independent reference implementation, ordering and storage."""
+
+import math
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from groundkit.bm25 import BM25Index, top_k
+from groundkit.contracts import Chunk
+from groundkit.errors import ArtifactError
+from groundkit.tokenizing import tokenize
+
+
+def make_chunks(texts: list[str]) -> list[Chunk]:
+    return [Chunk(document=f"d{i:03d}.md", start_offset=0, end_offset=len(t), text=t) for i, t in enumerate(texts)]
+
+
+def reference_bm25(texts: list[str], query: str, k1: float, b: float) -> list[float]:
+    """Lucene BM25 written straight from the formula, sharing nothing with bm25s."""
+    docs = [Counter(tokenize(t)) for t in texts]
+    lengths = [sum(d.values()) for d in docs]
+    avgdl = sum(lengths) / len(docs)
+    n = len(docs)
+    scores = []
+    for doc, length in zip(docs, lengths, strict=True):
+        total = 0.0
+        for term in tokenize(query):
+            df = sum(1 for d in docs if term in d)
+            if df == 0 or term not in doc:
+                continue
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            tf = doc[term]
+            total += idf * tf / (tf + k1 * (1 - b + b * length / avgdl))
+        scores.append(total)
+    return scores
+
+
+def test_hand_worked_scores():
+    # N=3, lengths 2, 3, 1, avgdl=2, k1=1.2, b=0.75
+    index = BM25Index.build(make_chunks(["a b", "a c c", "d"]), k1=1.2, b=0.75)
+    # "c": df=1, idf=ln(1+2.5/1.5)=0.980829; doc1 tf=2, norm=1.2*(0.25+0.75*1.5)=1.65 -> 2/3.65
+    assert index.scores("c").tolist() == pytest.approx([0.0, 0.980829 * 2 / 3.65, 0.0], abs=1e-5)
+    # "a": df=2, idf=ln(1.6)=0.470004; doc0 1/(1+1.2)=0.454545; doc1 1/(1+1.65)=0.377358
+    assert index.scores("a").tolist() == pytest.approx([0.213638, 0.177360, 0.0], abs=1e-5)
+    assert [cid for cid, _ in index.search("a", 10)] == [index.rows[0][0], index.rows[1][0]]
+
+
+def test_scores_match_independent_reference_on_generated_corpus():
+    rng = random.Random(7)
+    vocab = [f"w{i}" for i in range(60)]
+    weights = [1 / (i + 1) for i in range(60)]  # Zipf-like, so document frequencies vary
+    texts = [" ".join(rng.choices(vocab, weights, k=rng.randint(3, 40))) for _ in range(120)]
+    for k1, b in [(1.2, 0.75), (0.9, 0.4), (2.0, 1.0), (1.5, 0.0)]:
+        index = BM25Index.build(make_chunks(texts), k1=k1, b=b)
+        for _ in range(20):
+            query = " ".join(rng.choices(vocab, k=rng.randint(1, 5))) + " unseen"
+            assert index.scores(query).tolist() == pytest.approx(reference_bm25(texts, query, k1, b), rel=1e-5)
+
+
+def test_query_without_shared_vocabulary_returns_nothing():
+    index = BM25Index.build(make_chunks(["alpha beta", "gamma"]), k1=1.2, b=0.75)
+    assert index.search("zeta eta", 10) == []
+    assert index.search("", 10) == []
+
+
+def test_only_positive_scores_and_never_more_than_the_corpus():
+    index = BM25Index.build(make_chunks(["alpha", "alpha beta", "gamma"]), k1=1.2, b=0.75)
+    results = index.search("alpha", 100)
+    assert len(results) == 2 and all(score > 0 for _, score in results)
+
+
+def test_ties_rank_by_document_path_then_offset():
+    # Identical texts score identically; row order is (path, start_offset).
+    chunks = [
+        Chunk(document="a.md", start_offset=0, end_offset=5, text="x y z"),
+        Chunk(document="a.md", start_offset=10, end_offset=15, text="x y z"),
+        Chunk(document="b.md", start_offset=0, end_offset=5, text="x y z"),
+        Chunk(document="c.md", start_offset=0, end_offset=3, text="q r"),
+    ]
+    index = BM25Index.build(chunks, k1=1.2, b=0.75)
+    ranked = [cid for cid, _ in index.search("x", 10)]
+    assert ranked == [chunks[0].chunk_id, chunks[1].chunk_id, chunks[2].chunk_id]
+    assert [cid for cid, _ in index.search("x", 2)] == ranked[:2]
+
+
+def test_top_k_is_exact_under_ties_at_the_cutoff():
+    scores = np.array([0.5, 2.0, 0.5, 0.0, 2.0, 0.5, 1.0], dtype=np.float32)
+    assert top_k(scores, 4) == [(1, 2.0), (4, 2.0), (6, 1.0), (0, 0.5)]
+    assert top_k(scores, 100) == [(1, 2.0), (4, 2.0), (6, 1.0), (0, 0.5), (2, 0.5), (5, 0.5)]
+
+
+def test_save_and_load_round_trip_without_pickle(tmp_path):
+    index = BM25Index.build(make_chunks(["a b", "a c c", "d"]), k1=1.2, b=0.75)
+    index.save(tmp_path / "index")
+    loaded = BM25Index.load(tmp_path / "index")
+    assert loaded.search("a c", 10) == index.search("a c", 10)
+    for name in ("data", "indices", "indptr"):
+        np.load(tmp_path / "index" / f"{name}.npy", allow_pickle=False)
+
+
+def test_saving_twice_gives_identical_bytes(tmp_path):
+    chunks = make_chunks(["a b", "a c c", "d"])
+    BM25Index.build(chunks, k1=1.2, b=0.75).save(tmp_path / "one")
+    BM25Index.build(chunks, k1=1.2, b=0.75).save(tmp_path / "two")
+    for path in sorted((tmp_path / "one").iterdir()):
+        assert path.read_bytes() == (tmp_path / "two" / path.name).read_bytes()
+
+
+@pytest.mark.parametrize("victim", ["data.npy", "vocab.json", "rows.json", "manifest.json"])
+def test_truncated_or_edited_index_is_detected(tmp_path, victim):
+    BM25Index.build(make_chunks(["a b", "a c c", "d"]), k1=1.2, b=0.75).save(tmp_path / "index")
+    path = tmp_path / "index" / victim
+    path.write_bytes(path.read_bytes()[:-3])
+    with pytest.raises(ArtifactError, match="index"):
+        BM25Index.load(tmp_path / "index")

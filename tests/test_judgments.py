@@ -1,0 +1,68 @@
+"""load_judgments: valid files load; every malformation names its line."""
+
+import json
+
+import pytest
+
+from groundkit.errors import JudgmentsError
+from groundkit.evals.corpus import Category, load_judgments
+
+GOOD = {"query_id": "q1", "query": "what is a lease", "category": "factoid",
+        "gold": [{"document": "a.md", "quote": "a lease is"}]}
+NO_ANSWER = {"query_id": "q2", "query": "sourdough", "category": "no_answer", "gold": []}
+
+
+def write(tmp_path, lines: list[str]):
+    path = tmp_path / "judgments.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_loads_in_file_order_skipping_blank_lines(tmp_path):
+    path = write(tmp_path, [json.dumps(GOOD), "", "   ", json.dumps(NO_ANSWER)])
+    judgments = load_judgments(path)
+    assert [j.query_id for j in judgments] == ["q1", "q2"]
+    assert [j.line for j in judgments] == [1, 4]
+    assert judgments[1].category is Category.NO_ANSWER and judgments[1].gold == []
+
+
+@pytest.mark.parametrize(
+    ("lines", "line", "message"),
+    [
+        (['{"query_id": "q1",'], 1, "invalid JSON"),
+        ([json.dumps(GOOD), json.dumps([GOOD])], 2, "expected a JSON object, got a JSON array"),
+        ([json.dumps({k: v for k, v in GOOD.items() if k != "query"})], 1, "'query': is required"),
+        ([json.dumps(GOOD | {"answer": "x"})], 1, "'answer': is not a known field"),
+        ([json.dumps(GOOD | {"category": "trivia"})], 1, "unknown category"),
+        ([json.dumps(GOOD | {"query": "  "})], 1, "query is empty"),
+        ([json.dumps(GOOD | {"query": 7})], 1, "key 'query'"),
+        ([json.dumps(GOOD | {"gold": [{"document": "a.md", "quote": ""}]})], 1, "quote is empty"),
+        ([json.dumps(NO_ANSWER | {"gold": GOOD["gold"]})], 1, "must have an empty gold list"),
+        ([json.dumps(GOOD | {"gold": []})], 1, "needs at least one gold quote"),
+        ([json.dumps(GOOD), json.dumps(GOOD)], 2, "duplicate query_id 'q1' (first used on line 1)"),
+        ([json.dumps(NO_ANSWER), json.dumps(GOOD)], 2, "ids must be in ascending order"),
+        ([json.dumps(GOOD | {"query_id": "q 1"})], 1, "query_id must start"),
+    ],
+)
+def test_malformed_lines_are_reported_with_their_line(tmp_path, lines, line, message):
+    path = write(tmp_path, lines)
+    with pytest.raises(JudgmentsError) as info:
+        load_judgments(path)
+    assert info.value.line == line
+    assert message in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_blank_file_is_an_error(tmp_path):
+    with pytest.raises(JudgmentsError, match="holds no judgments"):
+        load_judgments(write(tmp_path, ["", "  "]))
+
+
+def test_crlf_and_bom_are_rejected(tmp_path):
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(json.dumps(GOOD).encode() + b"\r\n")
+    with pytest.raises(JudgmentsError, match="CRLF"):
+        load_judgments(path)
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(GOOD).encode() + b"\n")
+    with pytest.raises(JudgmentsError, match="byte order mark"):
+        load_judgments(path)

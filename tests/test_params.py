@@ -1,0 +1,43 @@
+import pytest
+
+from groundkit.errors import ParamsError
+from groundkit.params import load_params
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "params.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_and_overrides(tmp_path):
+    params = load_params(write(tmp_path, "chunk:\n  size: 400\n"), ["bm25.k1=0.9", "score.ks=[1, 5]"])
+    assert (params.chunk.size, params.bm25.k1, params.score.ks, params.retrieve.depth) == (400, 0.9, [1, 5], 100)
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "fragment"),
+    [
+        ("chunk:\n  size: 0\n", "chunk.size", "greater than 0"),
+        ("chunk:\n  size: 100\n  overlap: 100\n", "chunk", "must be smaller than size"),
+        ("chunk:\n  strategy: semantic\n", "chunk.strategy", "Input should be"),
+        ("bm25:\n  k1: -1\n", "bm25.k1", "greater than or equal to 0"),
+        ("bm25:\n  b: 1.5\n", "bm25.b", "less than or equal to 1"),
+        ("score:\n  ks: []\n", "score.ks", "at least one cut-off"),
+        ("score:\n  ks: [1, 2.5]\n", "score.ks.1", "integer"),
+        ("retrieve:\n  depth: 5\n", "retrieve.depth", "smaller than the largest k"),
+        ("chunk:\n  sise: 400\n", "chunk.sise", "not a known field"),
+        ("chunkk:\n  size: 400\n", "chunkk", "not a known field"),
+    ],
+)
+def test_bad_values_name_the_key(tmp_path, text, key, fragment):
+    with pytest.raises(ParamsError) as info:
+        load_params(write(tmp_path, text))
+    assert info.value.key == key
+    assert fragment in str(info.value)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    with pytest.raises(ParamsError) as info:
+        load_params(write(tmp_path, "chunk:\n  size: 400\n bad: [\n"))
+    assert info.value.line is not None

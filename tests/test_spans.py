@@ -1,0 +1,90 @@
+"""Quote resolution and the chunk-overlap rule."""
+
+import pytest
+
+from groundkit.contracts import Chunk, Document
+from groundkit.errors import SpanError
+from groundkit.evals.corpus import GoldSpan, Judgment
+from groundkit.evals.spans import ResolvedSpan, chunk_overlaps_span, relevant_chunk_ids, resolve_gold_span, resolve_judgments
+
+DOC = Document(path="a.md", text="The lease lasts 6 seconds.\nA lease transfer is cheap. The lease lasts long.\n")
+
+
+def judgment(quote: str, document: str = "a.md") -> Judgment:
+    return Judgment(query_id="q7", query="q", category="factoid", gold=[GoldSpan(document=document, quote=quote)])
+
+
+def test_resolves_to_half_open_character_span():
+    j = judgment("lasts 6 seconds")
+    span = resolve_gold_span(j, j.gold[0], DOC)
+    assert (span.start, span.end) == (10, 25)
+    assert DOC.text[span.start : span.end] == "lasts 6 seconds"
+
+
+def test_zero_matches_names_judgment_and_document():
+    j = judgment("lasts 7 seconds")
+    with pytest.raises(SpanError, match=r"judgment 'q7', document 'a.md': quote not found"):
+        resolve_gold_span(j, j.gold[0], DOC)
+
+
+def test_several_matches_lists_each_place():
+    j = judgment("The lease lasts")
+    with pytest.raises(SpanError) as info:
+        resolve_gold_span(j, j.gold[0], DOC)
+    message = str(info.value)
+    assert "occurs 2 times" in message
+    assert "line:col 1:1 (offset 0)" in message and "line:col 2:28 (offset 54)" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "quote", "hint"),
+    [
+        ("café au lait", "cafe\u0301 au", "Unicode normalisation"),
+        ("it's here", "it\u2019s here", "curly quotes"),
+        ("split\nacross lines", "split across", "whitespace"),
+        ("Upper Case", "upper case", "case-insensitively"),
+    ],
+)
+def test_near_misses_say_what_differs(text, quote, hint):
+    doc = Document(path="a.md", text=text)
+    j = judgment(quote)
+    with pytest.raises(SpanError, match=hint):
+        resolve_gold_span(j, j.gold[0], doc)
+
+
+def test_quote_longer_than_document():
+    doc = Document(path="a.md", text="short")
+    j = judgment("short and then some")
+    with pytest.raises(SpanError, match="longer than the document"):
+        resolve_gold_span(j, j.gold[0], doc)
+
+
+@pytest.mark.parametrize("path", ["../outside.md", "/etc/passwd", "missing.md"])
+def test_document_paths_must_be_inside_the_corpus(path):
+    with pytest.raises(SpanError, match=repr(path)):
+        resolve_judgments([judgment("lease", document=path)], {"a.md": DOC})
+
+
+@pytest.mark.parametrize(
+    ("chunk", "expected"),
+    [((0, 10), True), ((0, 6), True), ((19, 30), True), ((0, 5), False), ((20, 25), False)],
+)
+def test_overlap_is_half_open(chunk, expected):
+    # span [5, 20)
+    span = ResolvedSpan(document="a.md", quote="x" * 15, start=5, end=20)
+    start, end = chunk
+    c = Chunk(document="a.md", start_offset=start, end_offset=end, text="y" * (end - start))
+    assert chunk_overlaps_span(c, span) is expected
+
+
+def test_other_documents_never_overlap():
+    span = ResolvedSpan(document="a.md", quote="xx", start=0, end=2)
+    assert not chunk_overlaps_span(Chunk(document="b.md", start_offset=0, end_offset=2, text="xx"), span)
+
+
+def test_straddling_span_makes_both_chunks_relevant():
+    j = judgment("cheap. The lease")
+    resolved = resolve_judgments([j], {"a.md": DOC})
+    chunks = [Chunk(document="a.md", start_offset=s, end_offset=e, text=DOC.text[s:e])
+              for s, e in [(0, 26), (27, 53), (54, 75)]]
+    assert relevant_chunk_ids(resolved, chunks) == {"q7": {chunks[1].chunk_id, chunks[2].chunk_id}}

@@ -1,0 +1,71 @@
+"""Helpers for integration tests that run real git and real DVC in a temporary clone."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def env() -> dict[str, str]:
+    """The environment for subprocesses: this interpreter's bin first, quiet, deterministic git."""
+    return {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "DVC_NO_ANALYTICS": "1",
+        "GIT_AUTHOR_NAME": "groundkit tests",
+        "GIT_AUTHOR_EMAIL": "tests@groundkit.invalid",
+        "GIT_COMMITTER_NAME": "groundkit tests",
+        "GIT_COMMITTER_EMAIL": "tests@groundkit.invalid",
+    }
+
+
+def run(cmd: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(cmd, cwd=cwd, env=env(), capture_output=True, text=True, check=False)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def clone_working_tree(dest: Path) -> Path:
+    """Copy the files git would commit (tracked plus untracked-not-ignored) into a fresh repository."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO, capture_output=True, check=True,
+    ).stdout.decode().split("\0")
+    dest.mkdir(parents=True)
+    for rel in filter(None, listed):
+        source = REPO / rel
+        if not source.is_file():
+            continue  # deleted in the working tree but still in the index
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+    run(["git", "init", "-q", "-b", "main"], dest)
+    run(["git", "add", "-A"], dest)
+    run(["git", "commit", "-q", "-m", "clone"], dest)
+    return dest
+
+
+def repro(cwd: Path, *args: str, check: bool = True) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """Run ``dvc repro`` and return the names of the stages that actually ran their command."""
+    result = run(["dvc", "repro", *args], cwd, check=check)
+    ran = set(re.findall(r"Running stage '([^']+)'", result.stdout + result.stderr))
+    return ran, result
+
+
+def tree_digest(*roots: Path) -> dict[str, str]:
+    """SHA-256 of every file under the given directories, keyed by relative path."""
+    digests = {}
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                digests[str(path.relative_to(root.parent))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digests

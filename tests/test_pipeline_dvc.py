@@ -1,0 +1,106 @@
+"""The DVC pipeline for real: a temporary clone, `dvc repro`, caching rules, fail-closed.
+
+Nothing of DVC is mocked. Each test works in its own copy of the working tree.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tests.dvc_helpers import clone_working_tree, repro, run, tree_digest
+
+pytestmark = pytest.mark.integration
+
+ALL_STAGES = {"validate-judgments", "resolve-spans", "chunk", "index", "retrieve", "score"}
+
+
+@pytest.fixture(scope="module")
+def reproduced(tmp_path_factory):
+    """A fresh clone on which `dvc repro` has run once."""
+    repo = clone_working_tree(tmp_path_factory.mktemp("clone") / "repo")
+    ran, _ = repro(repo)
+    assert ran == ALL_STAGES
+    return repo
+
+
+def test_fresh_repro_reproduces_the_committed_baseline(reproduced):
+    assert json.loads(run(["dvc", "status", "--json"], reproduced).stdout) == {}
+    assert json.loads(run(["dvc", "metrics", "diff", "HEAD", "--json"], reproduced).stdout) == {}
+    # dvc.lock, metrics.json, per_query.csv and run.json are byte-identical to the committed ones.
+    assert run(["git", "status", "--porcelain"], reproduced).stdout == ""
+
+
+def test_forced_rerun_is_byte_identical(reproduced):
+    before = tree_digest(reproduced / "build", reproduced / "metrics")
+    ran, _ = repro(reproduced, "-f")
+    assert ran == ALL_STAGES
+    assert tree_digest(reproduced / "build", reproduced / "metrics") == before
+
+
+def test_runner_writes_the_same_artifacts_as_the_pipeline(reproduced, tmp_path):
+    out = tmp_path / "out"
+    result = run(["groundkit", "run", "--corpus", "evals/corpus", "--judgments", "evals/judgments.jsonl",
+                  "--params", "params.yaml", "--out", str(out)], reproduced)
+    assert "answerable" in result.stdout
+    assert (out / "metrics.json").read_bytes() == (reproduced / "metrics" / "metrics.json").read_bytes()
+    for name in ("chunks.jsonl", "gold_spans.jsonl", "run.trec", "qrels.trec"):
+        assert (out / name).read_bytes() == (reproduced / "build" / name).read_bytes(), name
+    assert run(["git", "status", "--porcelain"], reproduced).stdout == ""
+
+
+def _edit_params(repo, section: str, key: str, value) -> None:
+    path = repo / "params.yaml"
+    data = yaml.safe_load(path.read_text())
+    data[section][key] = value
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_caching_rules(tmp_path_factory):
+    repo = clone_working_tree(tmp_path_factory.mktemp("cache") / "repo")
+    assert repro(repo)[0] == ALL_STAGES
+
+    _edit_params(repo, "retrieve", "depth", 50)
+    assert repro(repo)[0] == {"retrieve", "score"}
+
+    _edit_params(repo, "bm25", "k1", 0.9)
+    ran = repro(repo)[0]
+    assert {"index", "retrieve", "score"} <= ran
+    assert not ran & {"validate-judgments", "resolve-spans", "chunk"}
+
+    _edit_params(repo, "chunk", "size", 400)
+    ran = repro(repo)[0]
+    assert "chunk" in ran
+    assert not ran & {"validate-judgments", "resolve-spans"}
+
+    judgments = repo / "evals" / "judgments.jsonl"
+    lines = judgments.read_text().splitlines(keepends=True)
+    first = json.loads(lines[0])
+    first["query"] += " please"
+    lines[0] = json.dumps(first) + "\n"
+    judgments.write_text("".join(lines))
+    ran = repro(repo)[0]
+    assert {"validate-judgments", "resolve-spans", "retrieve", "score"} <= ran
+    assert not ran & {"chunk", "index"}
+
+
+def test_broken_quote_stops_at_resolve_spans_before_chunking(tmp_path_factory):
+    repo = clone_working_tree(tmp_path_factory.mktemp("broken") / "repo")
+    judgments = repo / "evals" / "judgments.jsonl"
+    lines = judgments.read_text().splitlines(keepends=True)
+    record = json.loads(lines[0])
+    record["gold"][0]["quote"] += " (edited)"
+    lines[0] = json.dumps(record) + "\n"
+    judgments.write_text("".join(lines))
+
+    ran, result = repro(repo, check=False)
+    assert result.returncode != 0
+    assert "resolve-spans" in ran
+    assert not ran & {"chunk", "index", "retrieve", "score"}
+    output = result.stdout + result.stderr
+    assert f"judgment {record['query_id']!r}" in output and "quote not found" in output
+    assert "Traceback" not in output
+    assert not (repo / "build" / "chunks.jsonl").exists()
+    assert not (repo / "build" / "index").exists()

@@ -14,8 +14,9 @@ def main(argv: list[str] | None) -> int:
     parser.add_argument("--params", required=True)
     parser.add_argument("--documents", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
-    params = load_params(args.params)
+    params = load_params(args.params, args.set)
     chunks = pipeline.chunk(Path(args.documents), params.chunk, Path(args.out))
     print(f"chunk: {len(chunks)} chunks", file=sys.stderr)
     return 0

@@ -70,9 +70,12 @@ def test_caching_rules(tmp_path_factory):
     assert {"index", "retrieve", "score"} <= ran
     assert not ran & {"validate-judgments", "resolve-spans", "chunk"}
 
+    chunks_before = (repo / "build" / "chunks.jsonl").read_text().count("\n")
     _edit_params(repo, "chunk", "size", 400)
     ran = repro(repo)[0]
     assert "chunk" in ran
+    # Regression: DVC's run-cache key ignores params named `size`; dvc.yaml works around it.
+    assert (repo / "build" / "chunks.jsonl").read_text().count("\n") > chunks_before
     assert not ran & {"validate-judgments", "resolve-spans"}
 
     judgments = repo / "evals" / "judgments.jsonl"

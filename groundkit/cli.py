@@ -10,6 +10,7 @@ import argparse
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from groundkit.errors import GroundkitError
 
@@ -51,13 +52,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     params = load_params(args.params, args.set)
     summary = run(args.corpus, args.judgments, params, args.out)
-    answerable = summary["answerable"]
-    no_answer = summary["no_answer"]
-    assert isinstance(answerable, dict) and isinstance(no_answer, dict)
+    answerable: dict[str, Any] = summary["answerable"]  # type: ignore[assignment]
+    no_answer: dict[str, Any] = summary["no_answer"]  # type: ignore[assignment]
     shown = ", ".join(f"{k}={v:.4f}" for k, v in answerable.items() if isinstance(v, float))
     print(f"answerable ({answerable['queries']}): {shown}")
     print(f"no_answer ({no_answer['queries']}): abstained {no_answer['abstained']}")
     print(f"artifacts written to {args.out}")
+    return 0
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from groundkit.artifacts import atomic_write_text, dumps_json
+    from groundkit.documents import load_corpus
+    from groundkit.evals.audit import audit, check_audit, render_table
+    from groundkit.evals.corpus import load_judgments
+    from groundkit.params import load_params
+
+    params = load_params(args.params, args.set)
+    judgments = load_judgments(args.judgments)
+    report = audit(load_corpus(args.corpus), judgments)
+    print(render_table(report))
+    check_audit(report, params.audit, str(args.judgments))
+    if args.out:
+        atomic_write_text(Path(args.out), dumps_json(report))
     return 0
 
 
@@ -76,6 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="override a parameter, e.g. --set chunk.size=400 (repeatable)")
     run.add_argument("--out", required=True, help="output directory for the artifacts")
     run.set_defaults(handler=_cmd_run)
+
+    audit = commands.add_parser("audit", help="measure whether the corpus can tell retrievers apart")
+    audit.add_argument("--corpus", required=True, help="directory of documents")
+    audit.add_argument("--judgments", required=True, help="judgments JSONL file")
+    audit.add_argument("--params", default=None, help="params.yaml (for audit.max_trivial_share)")
+    audit.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a parameter")
+    audit.add_argument("--out", default=None, help="write the full JSON report here")
+    audit.set_defaults(handler=_cmd_audit)
     return parser
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from groundkit._validation import describe
 from groundkit.chunking import ChunkParams
+from groundkit.evals.audit import AuditParams
 from groundkit.errors import ParamsError
 
 
@@ -77,6 +78,7 @@ class Params(_Section):
     bm25: BM25Params = Field(default_factory=BM25Params)
     retrieve: RetrieveParams = Field(default_factory=RetrieveParams)
     score: ScoreParams = Field(default_factory=ScoreParams)
+    audit: AuditParams = Field(default_factory=AuditParams)
 
     @model_validator(mode="after")
     def _depth_covers_ks(self) -> Params:
@@ -89,7 +91,7 @@ class Params(_Section):
 
     def result_params(self) -> dict[str, Any]:
         """The parameters that shape the numbers (not where the inputs live), for RunMetadata."""
-        return self.model_dump(mode="json", exclude={"corpus"})
+        return self.model_dump(mode="json", exclude={"corpus", "audit"})
 
 
 def _parse_override(assignment: str) -> tuple[list[str], Any]:
@@ -151,7 +153,7 @@ def validate_params(data: dict[str, Any], *, source: str | Path = "params.yaml")
         return Params.model_validate(data)
     except ValidationError as exc:
         key, problem = describe(exc)
-        fix = "remove or correct the key; known sections are corpus, chunk, bm25, retrieve, score"
+        fix = "remove or correct the key; known sections are corpus, chunk, bm25, retrieve, score, audit"
         if "depth" in problem:
             key = key or "retrieve.depth"
             fix = "raise retrieve.depth to at least max(score.ks) or lower the largest k"

@@ -1,4 +1,4 @@
-"""DVC stage validate-judgments: check judgments.jsonl and record the input hashes."""
+"""DVC stage validate-judgments: check judgments.jsonl, audit it, and record the input hashes."""
 
 import argparse
 import sys
@@ -6,6 +6,7 @@ from pathlib import Path
 
 from groundkit.cli import guarded
 from groundkit.evals import pipeline
+from groundkit.evals.audit import render_table
 from groundkit.params import load_params
 
 
@@ -15,10 +16,13 @@ def main(argv: list[str] | None) -> int:
     parser.add_argument("--judgments", required=True)
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--out", required=True, help="validation report (JSON)")
+    parser.add_argument("--audit-out", required=True, help="corpus audit report (JSON)")
     args = parser.parse_args(argv)
-    load_params(args.params)
-    report = pipeline.validate_judgments(Path(args.judgments), Path(args.corpus), Path(args.out))
-    print(f"validate-judgments: {report['judgments']} judgments OK", file=sys.stderr)
+    params = load_params(args.params)
+    report = pipeline.validate_judgments(
+        Path(args.judgments), Path(args.corpus), params.audit, Path(args.out), Path(args.audit_out)
+    )
+    print(render_table(report), file=sys.stderr)
     return 0
 
 

@@ -16,6 +16,7 @@ from groundkit.chunking import ChunkParams, chunk_documents
 from groundkit.contracts import Chunk, Document
 from groundkit.documents import corpus_hash, file_hash, load_corpus
 from groundkit.errors import ArtifactError
+from groundkit.evals.audit import AuditParams, audit, check_audit
 from groundkit.evals.corpus import Category, load_judgments
 from groundkit.evals.schema import RunMetadata
 from groundkit.evals.scoring import score_rankings
@@ -24,17 +25,22 @@ from groundkit.evals.trec import qrels_lines, read_run, run_lines
 from groundkit.params import BM25Params, Params, RetrieveParams
 
 
-def validate_judgments(judgments: Path, corpus_root: Path, out_validation: Path) -> dict[str, object]:
-    """Check the judgments file and record what was validated (counts and input hashes)."""
+def validate_judgments(
+    judgments: Path, corpus_root: Path, params: AuditParams, out_validation: Path, out_audit: Path
+) -> dict[str, object]:
+    """Check the judgments file, audit it against the corpus, and record the input hashes."""
     loaded = load_judgments(judgments)
+    report = audit(load_corpus(corpus_root), loaded)
+    check_audit(report, params, str(judgments))
     counts = {c.value: sum(1 for j in loaded if j.category is c) for c in Category}
-    report = {
+    validation = {
         "judgments": len(loaded),
         "by_category": counts,
         "judgments_hash": file_hash(judgments),
         "corpus_hash": corpus_hash(corpus_root),
     }
-    atomic_write_text(out_validation, dumps_json(report))
+    atomic_write_text(out_audit, dumps_json(report))
+    atomic_write_text(out_validation, dumps_json(validation))
     return report
 
 

@@ -18,6 +18,7 @@ from groundkit.params import Params
 
 ARTIFACTS = (
     "validation.json",
+    "audit.json",
     "documents.jsonl",
     "gold_spans.jsonl",
     "chunks.jsonl",
@@ -40,7 +41,7 @@ def run(corpus: str | Path, judgments: str | Path, params: Params, out: str | Pa
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".groundkit-run-", dir=out.parent) as scratch:
         work = Path(scratch)
-        pipeline.validate_judgments(judgments, corpus, work / "validation.json")
+        pipeline.validate_judgments(judgments, corpus, params.audit, work / "validation.json", work / "audit.json")
         pipeline.resolve_spans(corpus, judgments, work / "documents.jsonl", work / "gold_spans.jsonl")
         pipeline.chunk(work / "documents.jsonl", params.chunk, work / "chunks.jsonl")
         pipeline.index(work / "chunks.jsonl", params.bm25, work / "index")

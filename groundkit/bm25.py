@@ -40,7 +40,7 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _bm25s():  # noqa: ANN202 - the module has no type stubs
+def _bm25s():
     import bm25s  # imported lazily: only index and retrieve need it
 
     return bm25s

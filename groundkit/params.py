@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from groundkit._validation import describe
 from groundkit.chunking import ChunkParams
-from groundkit.evals.audit import AuditParams
 from groundkit.errors import ParamsError
+from groundkit.evals.audit import AuditParams
 
 
 class _Section(BaseModel):

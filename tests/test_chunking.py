@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 from pydantic import ValidationError
 
@@ -53,7 +55,7 @@ def test_overlapping_windows_never_split_words():
     for chunk in chunks:
         assert set(chunk.text.split()) <= words
     assert chunks[0].start_offset == 0 and chunks[-1].end_offset == len(text)
-    assert all(b.start_offset < a.end_offset for a, b in zip(chunks, chunks[1:], strict=False))
+    assert all(b.start_offset < a.end_offset for a, b in itertools.pairwise(chunks))
 
 
 def test_document_strategy_is_one_trimmed_chunk():

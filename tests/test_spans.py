@@ -5,7 +5,13 @@ import pytest
 from groundkit.contracts import Chunk, Document
 from groundkit.errors import SpanError
 from groundkit.evals.corpus import GoldSpan, Judgment
-from groundkit.evals.spans import ResolvedSpan, chunk_overlaps_span, relevant_chunk_ids, resolve_gold_span, resolve_judgments
+from groundkit.evals.spans import (
+    ResolvedSpan,
+    chunk_overlaps_span,
+    relevant_chunk_ids,
+    resolve_gold_span,
+    resolve_judgments,
+)
 
 DOC = Document(path="a.md", text="The lease lasts 6 seconds.\nA lease transfer is cheap. The lease lasts long.\n")
 

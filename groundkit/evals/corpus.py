@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
@@ -24,7 +24,7 @@ from groundkit.errors import JudgmentsError
 QUERY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 
 
-class Category(str, Enum):
+class Category(StrEnum):
     """What a judgment tests. ``no_answer`` is the only category without gold."""
 
     FACTOID = "factoid"
@@ -134,6 +134,9 @@ def _decode(path: Path, data: bytes) -> str:
     return text
 
 
+_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
 def parse_judgment(path: Path, line_number: int, line: str) -> Judgment:
     """Parse and validate one JSONL line."""
     try:
@@ -148,7 +151,7 @@ def parse_judgment(path: Path, line_number: int, line: str) -> Judgment:
     if not isinstance(raw, dict):
         raise JudgmentsError(
             path,
-            f"expected a JSON object, got a JSON {type(raw).__name__.replace('dict', 'object').replace('list', 'array')}",
+            f"expected a JSON object, got a JSON {_JSON_KINDS.get(type(raw), type(raw).__name__)}",
             fix='write one object per line: {"query_id": ..., "query": ..., "category": ..., "gold": [...]}',
             line=line_number,
         )
@@ -201,5 +204,7 @@ def load_judgments(path: str | Path) -> list[Judgment]:
         first_line[judgment.query_id] = number
         judgments.append(judgment)
     if not judgments:
-        raise JudgmentsError(path, "holds no judgments (the file is empty or blank)", fix="add one JSON object per line")
+        raise JudgmentsError(
+            path, "holds no judgments (the file is empty or blank)", fix="add one JSON object per line"
+        )
     return judgments

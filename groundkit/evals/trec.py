@@ -64,7 +64,8 @@ def read_run(path: str | Path, query_ids: Sequence[str], chunk_ids: set[str] | N
             raise ArtifactError(path, "rank or score is not a number", line=number, fix=fix) from None
         ranking = rankings[query_id]
         if rank != len(ranking) + 1:
-            raise ArtifactError(path, f"rank {rank} out of sequence (expected {len(ranking) + 1})", line=number, fix=fix)
+            expected = len(ranking) + 1
+            raise ArtifactError(path, f"rank {rank} out of sequence (expected {expected})", line=number, fix=fix)
         if ranking and score > ranking[-1][1]:
             raise ArtifactError(path, "score rises within a query's ranking", line=number, fix=fix)
         if not score > 0:

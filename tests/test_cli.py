@@ -1,0 +1,124 @@
+"""`groundkit run` and `groundkit audit` end to end, as a user runs them: exit codes and messages."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.dvc_helpers import env
+
+# The tiny corpus is trivially easy by design (three documents); the audit would reject it.
+LENIENT = ("--set", "audit.max_trivial_share=1.0")
+
+
+def groundkit(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["groundkit", *args, *LENIENT], capture_output=True, text=True, env=env(), cwd=cwd,
+                          check=False)
+
+
+def test_run_writes_artifacts_and_reports(tiny_corpus, tmp_path):
+    corpus, judgments = tiny_corpus
+    out = tmp_path / "out"
+    result = groundkit("run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(out),
+                       "--set", "chunk.size=60", "--set", "score.ks=[1, 3]")
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["answerable"]["queries"] == 3
+    assert metrics["no_answer"] == {"queries": 1, "abstained": 1, "abstention_rate": 1.0}
+    assert sorted(metrics["by_category"]) == ["factoid", "lexical_gap", "multi_passage", "no_answer"]
+    run_metadata = json.loads((out / "run.json").read_text())
+    assert run_metadata["params"]["chunk"]["size"] == 60
+    assert str(tmp_path) not in (out / "run.json").read_text()  # no absolute paths in artifacts
+
+
+def _break(corpus: Path, judgments: Path, case: str) -> list[str]:
+    """Apply one kind of damage; return extra CLI arguments."""
+    lines = judgments.read_text().splitlines()
+    first = json.loads(lines[0])
+    if case == "invalid json":
+        lines[1] = lines[1][:-1]
+    elif case == "quote not found":
+        first["gold"][0]["quote"] = "Incremental backups run daily"
+        lines[0] = json.dumps(first)
+    elif case == "quote twice":
+        first["gold"][0]["quote"] = "backup"  # "full backup runs" and "Incremental backups"
+        lines[0] = json.dumps(first)
+    elif case == "document missing":
+        first["gold"][0]["document"] = "ops/restore.md"
+        lines[0] = json.dumps(first)
+    elif case == "document escapes root":
+        first["gold"][0]["document"] = "../judgments.jsonl"
+        lines[0] = json.dumps(first)
+    elif case == "crlf document":
+        (corpus / "isolation.md").write_bytes(b"Snapshot isolation.\r\nWrite skew is possible under it.\r\n")
+    elif case == "empty document":
+        (corpus / "empty.md").write_text("  \n")
+    elif case == "invalid utf-8 document":
+        (corpus / "latin1.md").write_bytes("caf\xe9 snapshot".encode("latin-1"))
+    elif case == "unsorted ids":
+        lines[0], lines[1] = lines[1], lines[0]
+    elif case == "no_answer leaks":
+        last = json.loads(lines[-1])
+        last["query"] = "snapshot sourdough"
+        lines[-1] = json.dumps(last)
+    elif case == "bad param":
+        return ["--set", "chunk.overlap=999"]
+    elif case == "unknown param":
+        return ["--set", "chunk.sise=400"]
+    elif case == "depth below ks":
+        return ["--set", "retrieve.depth=3"]
+    judgments.write_text("\n".join(lines) + "\n")
+    return []
+
+
+CASES = {
+    "invalid json": ("judgments.jsonl:2", "invalid JSON"),
+    "quote not found": ("judgments.jsonl:1", "quote not found"),
+    "quote twice": ("judgments.jsonl:1", "occurs 2 times"),
+    "document missing": ("judgments.jsonl:1", "is not a file in the corpus"),
+    "document escapes root": ("judgments.jsonl:1", "not a corpus-relative path"),
+    "crlf document": ("isolation.md:1", "CRLF"),
+    "empty document": ("empty.md", "is empty"),
+    "invalid utf-8 document": ("latin1.md:1", "not valid UTF-8"),
+    "unsorted ids": ("judgments.jsonl:2", "ascending order"),
+    "no_answer leaks": ("judgments.jsonl:4", "shares tokens with the corpus"),
+    "bad param": ("key 'chunk'", "must be smaller than size"),
+    "unknown param": ("key 'chunk.sise'", "not a known field"),
+    "depth below ks": ("key 'retrieve.depth'", "smaller than the largest k"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_gives_one_message_and_writes_nothing(tiny_corpus, tmp_path, case):
+    corpus, judgments = tiny_corpus
+    extra = _break(corpus, judgments, case)
+    out = tmp_path / "out"
+    result = groundkit("run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(out), *extra)
+    where, what = CASES[case]
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ")
+    assert where in result.stderr and what in result.stderr
+    assert "fix:" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".groundkit")] == []
+
+
+def test_debug_flag_shows_the_traceback(tiny_corpus, tmp_path):
+    corpus, judgments = tiny_corpus
+    _break(corpus, judgments, "quote not found")
+    result = groundkit("run", "--debug", "--corpus", str(corpus), "--judgments", str(judgments),
+                       "--out", str(tmp_path / "o"))
+    assert result.returncode == 1 and "Traceback" in result.stderr
+
+
+def test_audit_command_prints_table_and_fails_on_leaks(tiny_corpus):
+    corpus, judgments = tiny_corpus
+    ok = groundkit("audit", "--corpus", str(corpus), "--judgments", str(judgments))
+    assert ok.returncode == 0 and "trivial share 100.0% of 3 answerable" in ok.stdout
+    _break(corpus, judgments, "no_answer leaks")
+    bad = groundkit("audit", "--corpus", str(corpus), "--judgments", str(judgments))
+    assert bad.returncode == 1 and "'snapshot'" in bad.stderr

@@ -1,0 +1,86 @@
+"""The committed golden corpus: labels resolve, categories are covered, abstention is honest."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from groundkit.chunking import chunk_documents
+from groundkit.documents import load_corpus
+from groundkit.evals.corpus import Category, load_judgments
+from groundkit.evals.spans import ChunkLocator, resolve_judgments
+from groundkit.params import load_params
+from groundkit.tokenizing import tokenize
+
+REPO = Path(__file__).resolve().parent.parent
+PARAMS = load_params(REPO / "params.yaml")
+CORPUS = REPO / PARAMS.corpus.root
+JUDGMENTS = REPO / PARAMS.corpus.judgments
+MINIMUM = {Category.FACTOID: 20, Category.MULTI_PASSAGE: 20, Category.BOUNDARY: 20, Category.LEXICAL_GAP: 20,
+           Category.NO_ANSWER: 15}
+
+
+@pytest.fixture(scope="module")
+def documents():
+    return {d.path: d for d in load_corpus(CORPUS)}
+
+
+@pytest.fixture(scope="module")
+def judgments():
+    return load_judgments(JUDGMENTS)
+
+
+def test_every_quote_resolves_to_exactly_one_span(documents, judgments):
+    resolved = resolve_judgments(judgments, documents, judgments_path=JUDGMENTS)
+    for judgment in resolved:
+        for span in judgment.spans:
+            assert documents[span.document].text[span.start : span.end] == span.quote
+
+
+def test_ids_unique_and_ascending(judgments):
+    ids = [j.query_id for j in judgments]
+    assert len(ids) == len(set(ids)) and ids == sorted(ids)
+
+
+def test_size_and_category_minimums(documents, judgments):
+    assert len(documents) >= 30
+    assert len(judgments) >= 150
+    counts = Counter(j.category for j in judgments)
+    for category, minimum in MINIMUM.items():
+        assert counts[category] >= minimum, category
+
+
+def test_documents_are_400_to_2000_words(documents):
+    for path, document in documents.items():
+        assert 400 <= len(document.text.split()) <= 2000, path
+
+
+def test_no_answer_queries_share_no_token_with_the_corpus(documents, judgments):
+    vocabulary = {t for d in documents.values() for t in tokenize(d.text)}
+    for judgment in judgments:
+        if judgment.category is Category.NO_ANSWER:
+            assert not set(tokenize(judgment.query)) & vocabulary, judgment.query_id
+
+
+def test_every_gold_document_is_a_file_inside_the_corpus_root(judgments):
+    root = CORPUS.resolve()
+    for judgment in judgments:
+        for gold in judgment.gold:
+            path = (CORPUS / gold.document).resolve()
+            assert path.is_file() and path.is_relative_to(root), gold.document
+
+
+def test_boundary_quotes_straddle_a_chunk_boundary_under_default_params(documents, judgments):
+    chunks = chunk_documents(documents.values(), PARAMS.chunk)
+    locator = ChunkLocator(chunks)
+    boundary = [j for j in judgments if j.category is Category.BOUNDARY]
+    for judgment in resolve_judgments(boundary, documents, judgments_path=JUDGMENTS):
+        assert any(len(locator.overlapping(span)) >= 2 for span in judgment.spans), judgment.query_id
+
+
+def test_multi_passage_judgments_have_several_quotes_some_across_documents(judgments):
+    multi = [j for j in judgments if j.category is Category.MULTI_PASSAGE]
+    assert all(len(j.gold) >= 2 for j in multi)
+    assert sum(1 for j in multi if len({g.document for g in j.gold}) >= 2) >= len(multi) // 2

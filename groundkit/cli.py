@@ -68,11 +68,16 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from groundkit.documents import load_corpus
     from groundkit.evals.audit import audit, check_audit, render_table
     from groundkit.evals.corpus import load_judgments
+    from groundkit.evals.spans import resolve_judgments
     from groundkit.params import load_params
 
     params = load_params(args.params, args.set)
     judgments = load_judgments(args.judgments)
-    report = audit(load_corpus(args.corpus), judgments)
+    documents = load_corpus(args.corpus)
+    # A label that no longer resolves is the first thing an audit must catch.
+    resolve_judgments(judgments, {d.path: d for d in documents}, judgments_path=args.judgments,
+                      corpus_root=args.corpus)
+    report = audit(documents, judgments)
     print(render_table(report))
     check_audit(report, params.audit, str(args.judgments))
     if args.out:

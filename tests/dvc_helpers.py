@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
 
-def env() -> dict[str, str]:
+def env(**extra: str) -> dict[str, str]:
     """The environment for subprocesses: this interpreter's bin first, quiet, deterministic git."""
     return {
         **os.environ,
@@ -24,11 +24,12 @@ def env() -> dict[str, str]:
         "GIT_AUTHOR_EMAIL": "tests@groundkit.invalid",
         "GIT_COMMITTER_NAME": "groundkit tests",
         "GIT_COMMITTER_EMAIL": "tests@groundkit.invalid",
+        **extra,
     }
 
 
-def run(cmd: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(cmd, cwd=cwd, env=env(), capture_output=True, text=True, check=False)
+def run(cmd: list[str], cwd: Path, check: bool = True, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(cmd, cwd=cwd, env=env(**extra_env), capture_output=True, text=True, check=False)
     if check and result.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
     return result
@@ -54,9 +55,11 @@ def clone_working_tree(dest: Path) -> Path:
     return dest
 
 
-def repro(cwd: Path, *args: str, check: bool = True) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+def repro(
+    cwd: Path, *args: str, check: bool = True, **extra_env: str
+) -> tuple[set[str], subprocess.CompletedProcess[str]]:
     """Run ``dvc repro`` and return the names of the stages that actually ran their command."""
-    result = run(["dvc", "repro", *args], cwd, check=check)
+    result = run(["dvc", "repro", *args], cwd, check=check, **extra_env)
     ran = set(re.findall(r"Running stage '([^']+)'", result.stdout + result.stderr))
     return ran, result
 

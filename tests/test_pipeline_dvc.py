@@ -40,6 +40,13 @@ def test_forced_rerun_is_byte_identical(reproduced):
     assert tree_digest(reproduced / "build", reproduced / "metrics") == before
 
 
+def test_another_checkout_path_and_hash_seed_give_identical_artifacts(reproduced, tmp_path_factory):
+    other = clone_working_tree(tmp_path_factory.mktemp("elsewhere") / "deeper" / "checkout")
+    ran, _ = repro(other, PYTHONHASHSEED="12345")
+    assert ran == ALL_STAGES
+    assert tree_digest(other / "build", other / "metrics") == tree_digest(reproduced / "build", reproduced / "metrics")
+
+
 def test_runner_writes_the_same_artifacts_as_the_pipeline(reproduced, tmp_path):
     out = tmp_path / "out"
     result = run(["groundkit", "run", "--corpus", "evals/corpus", "--judgments", "evals/judgments.jsonl",

@@ -1,0 +1,59 @@
+"""score_rankings and StageResult: per-query metrics, aggregation and abstention, worked by hand."""
+
+import pytest
+
+from groundkit.contracts import Chunk
+from groundkit.evals.corpus import Category
+from groundkit.evals.scoring import score_rankings
+from groundkit.evals.spans import ResolvedJudgment, ResolvedSpan
+
+TEXT = "alpha beta gamma delta epsilon"
+CHUNKS = [Chunk(document="a.md", start_offset=s, end_offset=e, text=TEXT[s:e]) for s, e in [(0, 10), (11, 22), (23, 30)]]
+A, B, C = (c.chunk_id for c in CHUNKS)
+
+
+def resolved(qid: str, category: str, spans: list[tuple[int, int]]) -> ResolvedJudgment:
+    return ResolvedJudgment(
+        query_id=qid, query=qid, category=Category(category),
+        spans=[ResolvedSpan(document="a.md", quote=TEXT[s:e], start=s, end=e) for s, e in spans],
+    )
+
+
+def test_hand_worked_run():
+    judgments = [
+        resolved("q1", "factoid", [(6, 10)]),          # "beta": chunk A only
+        resolved("q2", "boundary", [(6, 16)]),         # "beta gamma": straddles A and B
+        resolved("q3", "factoid", [(23, 30)]),         # "epsilon": chunk C, but nothing retrieved
+        resolved("q4", "no_answer", []),
+        resolved("q5", "no_answer", []),
+    ]
+    rankings = {"q1": [B, A], "q2": [B, C, A], "q3": [], "q4": [], "q5": [C]}
+    result, qrels = score_rankings(judgments, CHUNKS, rankings, [1, 3])
+    assert qrels == {"q1": {A}, "q2": {A, B}, "q3": {C}}
+    by_id = {q.query_id: q for q in result.queries}
+    assert by_id["q1"].first_gold_rank == 2 and by_id["q1"].metrics["mrr"] == 0.5
+    # q2: gold at ranks 1 and 3, two gold chunks: nDCG@3 = (1 + 1/log2(4)) / (1 + 1/log2(3)) = 1.5 / 1.63093
+    assert by_id["q2"].metrics["ndcg@3"] == pytest.approx(1.5 / 1.6309298, abs=1e-6)
+    assert by_id["q3"].metrics == {"recall@1": 0.0, "recall@3": 0.0, "mrr": 0.0, "ndcg@1": 0.0, "ndcg@3": 0.0}
+    assert result.no_answer_abstained_count == 1
+
+    summary = result.summary()
+    answerable = summary["answerable"]
+    assert answerable["queries"] == 3 and answerable["false_abstentions"] == 1
+    assert answerable["recall@1"] == pytest.approx(1 / 3)          # only q2 hits at rank 1
+    assert answerable["recall@3"] == pytest.approx(2 / 3)
+    assert answerable["mrr"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)
+    assert summary["no_answer"] == {"queries": 2, "abstained": 1, "abstention_rate": 0.5}
+    assert summary["by_category"]["factoid"]["queries"] == 2
+    assert summary["by_category"]["boundary"]["recall@1"] == 1.0
+    assert "lexical_gap" not in summary["by_category"]
+
+
+def test_per_query_csv_has_one_row_per_query():
+    judgments = [resolved("q1", "factoid", [(6, 10)]), resolved("q4", "no_answer", [])]
+    result, _ = score_rankings(judgments, CHUNKS, {"q1": [A], "q4": []}, [1])
+    assert result.per_query_csv().splitlines() == [
+        "query_id,category,retrieved,gold_chunks,first_gold_rank,abstained,recall@1,mrr,ndcg@1",
+        "q1,factoid,1,1,1,,1.000000,1.000000,1.000000",
+        "q4,no_answer,0,0,,1,,,",
+    ]

@@ -8,7 +8,9 @@ from groundkit.evals.scoring import score_rankings
 from groundkit.evals.spans import ResolvedJudgment, ResolvedSpan
 
 TEXT = "alpha beta gamma delta epsilon"
-CHUNKS = [Chunk(document="a.md", start_offset=s, end_offset=e, text=TEXT[s:e]) for s, e in [(0, 10), (11, 22), (23, 30)]]
+CHUNKS = [
+    Chunk(document="a.md", start_offset=s, end_offset=e, text=TEXT[s:e]) for s, e in [(0, 10), (11, 22), (23, 30)]
+]
 A, B, C = (c.chunk_id for c in CHUNKS)
 
 

@@ -114,3 +114,31 @@ def test_broken_quote_stops_at_resolve_spans_before_chunking(tmp_path_factory):
     assert "Traceback" not in output
     assert not (repo / "build" / "chunks.jsonl").exists()
     assert not (repo / "build" / "index").exists()
+
+
+def test_exported_trec_files_agree_with_ir_measures(reproduced):
+    """build/run.trec + build/qrels.trec through ir_measures give metrics.json's per-query values (no ties)."""
+    import csv
+    from collections import defaultdict
+
+    import ir_measures
+    from ir_measures import RR, Success, nDCG
+
+    run = list(ir_measures.read_trec_run(str(reproduced / "build" / "run.trec")))
+    qrels = list(ir_measures.read_trec_qrels(str(reproduced / "build" / "qrels.trec")))
+    scores = defaultdict(list)
+    for doc in run:
+        scores[doc.query_id].append(round(doc.score, 6))
+    tie_free = {q for q, s in scores.items() if len(set(s)) == len(s)}
+    with (reproduced / "metrics" / "per_query.csv").open(encoding="utf-8") as handle:
+        rows = {r["query_id"]: r for r in csv.DictReader(handle)}
+    answerable = {q for q, r in rows.items() if r["category"] != "no_answer"}
+    assert len(tie_free & answerable) >= 0.8 * len(answerable)
+    names = {"Success@1": "recall@1", "Success@3": "recall@3", "Success@10": "recall@10", "RR": "mrr",
+             "nDCG@10": "ndcg@10"}
+    checked = 0
+    for m in ir_measures.iter_calc([Success @ 1, Success @ 3, Success @ 10, RR, nDCG @ 10], qrels, run):
+        if m.query_id in tie_free:
+            assert float(rows[m.query_id][names[str(m.measure)]]) == pytest.approx(m.value, abs=1e-6)
+            checked += 1
+    assert checked >= 5 * 0.8 * len(answerable)

@@ -77,8 +77,10 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
-        if path.exists():
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
         os.replace(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -81,7 +81,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     print(render_table(report))
     check_audit(report, params.audit, str(args.judgments))
     if args.out:
-        atomic_write_text(Path(args.out), dumps_json(report))
+        atomic_write_text(Path(args.out), dumps_json(report.model_dump(mode="json")))
     return 0
 
 

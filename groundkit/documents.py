@@ -11,42 +11,15 @@ import hashlib
 import os
 from pathlib import Path
 
+from groundkit._text import decode_utf8_lf
 from groundkit.contracts import Document
 from groundkit.errors import CorpusError
-
-
-def _line_of_byte(data: bytes, offset: int) -> int:
-    return data.count(b"\n", 0, offset) + 1
 
 
 def decode_document(path: Path, data: bytes, *, name: str | None = None) -> str:
     """Decode one document's bytes, rejecting what would make offsets or hashes unstable."""
     shown = name or str(path)
-    if data.startswith(b"\xef\xbb\xbf"):
-        raise CorpusError(
-            shown,
-            "starts with a UTF-8 byte order mark, which would become part of the text",
-            fix="save the file as UTF-8 without BOM",
-            line=1,
-        )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CorpusError(
-            shown,
-            f"is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
-            fix="re-encode the document as UTF-8",
-            line=_line_of_byte(data, exc.start),
-        ) from None
-    if "\r" in text:
-        raise CorpusError(
-            shown,
-            "has CRLF (or CR) line endings; offsets and corpus_hash would then depend on "
-            "the checkout's line-ending settings, so runs would not compare across machines",
-            fix="convert it to LF (e.g. `sed -i 's/\\r$//' FILE`) and keep "
-            "`* text=auto eol=lf` in .gitattributes so git checks it out with LF everywhere",
-            line=text.count("\n", 0, text.index("\r")) + 1,
-        )
+    text = decode_utf8_lf(shown, data, error=CorpusError, hashed_as="corpus_hash")
     if "\0" in text:
         raise CorpusError(
             shown,

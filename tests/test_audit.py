@@ -25,14 +25,14 @@ def test_competing_documents_and_trivial_rule():
         judgment("q4", "snapshot", "a.md"),     # df 3, others compete: not trivial
         judgment("q5", "view", "b.md"),         # gold b.md, token only in a.md: competing 1, not trivial
     ])
-    rows = {r["query_id"]: r for r in report["judgments"]}
-    assert rows["q1"]["trivial"] and rows["q1"]["competing_documents"] == 2
-    assert rows["q2"]["trivial"]
-    assert rows["q3"]["trivial"]
-    assert not rows["q4"]["trivial"] and rows["q4"]["competing_documents"] == 2
-    assert not rows["q5"]["trivial"] and rows["q5"]["competing_documents"] == 1
-    assert report["trivial_share"] == pytest.approx(3 / 5)
-    assert report["median_competing_documents"] == 2
+    rows = {r.query_id: r for r in report.judgments}
+    assert rows["q1"].trivial and rows["q1"].competing_documents == 2
+    assert rows["q2"].trivial
+    assert rows["q3"].trivial
+    assert not rows["q4"].trivial and rows["q4"].competing_documents == 2
+    assert not rows["q5"].trivial and rows["q5"].competing_documents == 1
+    assert report.trivial_share == pytest.approx(3 / 5)
+    assert report.median_competing_documents == 2
 
 
 def test_no_answer_sharing_a_token_fails():

@@ -35,6 +35,8 @@ class AuditParams(BaseModel):
 
 
 class JudgmentAudit(BaseModel):
+    """The audit of one answerable judgment."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     query_id: str
@@ -45,22 +47,47 @@ class JudgmentAudit(BaseModel):
     trivial: bool
 
 
-def audit(documents: Sequence[Document], judgments: Sequence[Judgment]) -> dict[str, object]:
-    """Audit ``judgments`` against ``documents``; returns the report (no_answer leaks included)."""
+class NoAnswerLeak(BaseModel):
+    """A no_answer judgment whose query shares tokens with the corpus (up to 3 documents each)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    query_id: str
+    line: int
+    tokens: dict[str, list[str]]
+
+
+class AuditReport(BaseModel):
+    """The whole audit; written as build/audit.json."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    documents: int
+    answerable: int
+    trivial: int
+    trivial_share: float
+    trivial_query_ids: list[str]
+    median_competing_documents: float
+    no_answer_leaks: list[NoAnswerLeak]
+    judgments: list[JudgmentAudit]
+
+
+def audit(documents: Sequence[Document], judgments: Sequence[Judgment]) -> AuditReport:
+    """Audit ``judgments`` against ``documents`` (no_answer leaks included, nothing raised)."""
     postings: dict[str, set[str]] = {}
     for document in documents:
         for token in set(tokenize(document.text)):
             postings.setdefault(token, set()).add(document.path)
 
     rows: list[JudgmentAudit] = []
-    leaks: list[dict[str, object]] = []
+    leaks: list[NoAnswerLeak] = []
     for judgment in judgments:
         tokens = sorted(set(tokenize(judgment.query)))
         if judgment.category is Category.NO_ANSWER:
             shared = [t for t in tokens if t in postings]
             if shared:
-                leaks.append({"query_id": judgment.query_id, "line": judgment.line,
-                              "tokens": {t: sorted(postings[t])[:3] for t in shared}})
+                leaks.append(NoAnswerLeak(query_id=judgment.query_id, line=judgment.line,
+                                          tokens={t: sorted(postings[t])[:3] for t in shared}))
             continue
         gold = {g.document for g in judgment.gold}
         present = [t for t in tokens if t in postings]
@@ -76,57 +103,53 @@ def audit(documents: Sequence[Document], judgments: Sequence[Judgment]) -> dict[
                                   rarest_token_documents=rarest_docs, trivial=trivial))
 
     trivial_ids = [r.query_id for r in rows if r.trivial]
-    return {
-        "documents": len(documents),
-        "answerable": len(rows),
-        "trivial": len(trivial_ids),
-        "trivial_share": len(trivial_ids) / len(rows) if rows else 0.0,
-        "trivial_query_ids": trivial_ids,
-        "median_competing_documents": statistics.median(r.competing_documents for r in rows) if rows else 0,
-        "no_answer_leaks": leaks,
-        "judgments": [r.model_dump(mode="json") for r in rows],
-    }
+    return AuditReport(
+        documents=len(documents),
+        answerable=len(rows),
+        trivial=len(trivial_ids),
+        trivial_share=len(trivial_ids) / len(rows) if rows else 0.0,
+        trivial_query_ids=trivial_ids,
+        median_competing_documents=statistics.median(r.competing_documents for r in rows) if rows else 0,
+        no_answer_leaks=leaks,
+        judgments=rows,
+    )
 
 
-def check_audit(report: dict[str, object], params: AuditParams, judgments_path: str) -> None:
+def check_audit(report: AuditReport, params: AuditParams, judgments_path: str) -> None:
     """Raise if a no_answer query shares a token with the corpus or too many judgments are trivial."""
-    leaks = report["no_answer_leaks"]
-    assert isinstance(leaks, list)
-    if leaks:
-        first = leaks[0]
-        shown = ", ".join(f"{t!r} (in {', '.join(docs)})" for t, docs in first["tokens"].items())
+    if report.no_answer_leaks:
+        first = report.no_answer_leaks[0]
+        shown = ", ".join(f"{t!r} (in {', '.join(docs)})" for t, docs in first.tokens.items())
         raise JudgmentsError(
             judgments_path,
-            f"no_answer judgment {first['query_id']!r} shares tokens with the corpus: {shown}; it would "
-            f"retrieve something and count as a failed abstention ({len(leaks)} such judgment(s) in all)",
+            f"no_answer judgment {first.query_id!r} shares tokens with the corpus: {shown}; it would "
+            f"retrieve something and count as a failed abstention "
+            f"({len(report.no_answer_leaks)} such judgment(s) in all)",
             fix="reword the query with words that occur nowhere in the corpus (see evals/README.md)",
-            line=first["line"] or None,
+            line=first.line or None,
         )
-    share = float(report["trivial_share"])  # type: ignore[arg-type]
-    if share > params.max_trivial_share:
+    if report.trivial_share > params.max_trivial_share:
         raise JudgmentsError(
             judgments_path,
-            f"{share:.1%} of answerable judgments are trivial (limit audit.max_trivial_share = "
-            f"{params.max_trivial_share:.0%}): {', '.join(report['trivial_query_ids'][:10])}",  # type: ignore[index]
+            f"{report.trivial_share:.1%} of answerable judgments are trivial (limit audit.max_trivial_share = "
+            f"{params.max_trivial_share:.0%}): {', '.join(report.trivial_query_ids[:10])}",
             fix="reword those queries so their words also occur in competing documents (the distractor rule)",
         )
 
 
-def render_table(report: dict[str, object]) -> str:
+def render_table(report: AuditReport) -> str:
     """A short terminal summary of the audit."""
-    rows = report["judgments"]
-    assert isinstance(rows, list)
     lines = [f"{'category':<14} {'queries':>7} {'trivial':>7} {'median competing docs':>21}"]
     for category in Category:
-        members = [r for r in rows if r["category"] == category.value]
+        members = [r for r in report.judgments if r.category is category]
         if not members:
             continue
-        median = statistics.median(r["competing_documents"] for r in members)
-        trivial = sum(1 for r in members if r["trivial"])
+        median = statistics.median(r.competing_documents for r in members)
+        trivial = sum(1 for r in members if r.trivial)
         lines.append(f"{category.value:<14} {len(members):>7} {trivial:>7} {median:>21g}")
     lines.append(
-        f"trivial share {float(report['trivial_share']):.1%} of {report['answerable']} answerable; "  # type: ignore[arg-type]
-        f"median competing documents {report['median_competing_documents']} of {report['documents']}; "
-        f"no_answer leaks {len(report['no_answer_leaks'])}"  # type: ignore[arg-type]
+        f"trivial share {report.trivial_share:.1%} of {report.answerable} answerable; "
+        f"median competing documents {report.median_competing_documents:g} of {report.documents}; "
+        f"no_answer leaks {len(report.no_answer_leaks)}"
     )
     return "\n".join(lines)

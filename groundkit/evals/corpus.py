@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from groundkit._text import decode_utf8_lf
 from groundkit._validation import describe
 from groundkit.errors import JudgmentsError
 
@@ -110,30 +111,6 @@ class Judgment(BaseModel):
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
 
 
-def _decode(path: Path, data: bytes) -> str:
-    if data.startswith(b"\xef\xbb\xbf"):
-        raise JudgmentsError(
-            path, "starts with a UTF-8 byte order mark", fix="save the file as UTF-8 without BOM", line=1
-        )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise JudgmentsError(
-            path,
-            f"is not valid UTF-8 (byte 0x{data[exc.start]:02x})",
-            fix="re-encode the file as UTF-8",
-            line=data.count(b"\n", 0, exc.start) + 1,
-        ) from None
-    if "\r" in text:
-        raise JudgmentsError(
-            path,
-            "has CRLF line endings; judgments_hash would then differ between checkouts",
-            fix="convert the file to LF and keep `* text=auto eol=lf` in .gitattributes",
-            line=text.count("\n", 0, text.index("\r")) + 1,
-        )
-    return text
-
-
 _JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
 
 
@@ -179,7 +156,7 @@ def load_judgments(path: str | Path) -> list[Judgment]:
     path = Path(path)
     if not path.is_file():
         raise JudgmentsError(path, "judgments file does not exist", fix="check corpus.judgments in params.yaml")
-    text = _decode(path, path.read_bytes())
+    text = decode_utf8_lf(path, path.read_bytes(), error=JudgmentsError, hashed_as="judgments_hash")
     judgments: list[Judgment] = []
     first_line: dict[str, int] = {}
     for number, line in enumerate(text.split("\n"), start=1):

@@ -16,7 +16,7 @@ from groundkit.chunking import ChunkParams, chunk_documents
 from groundkit.contracts import Chunk, Document
 from groundkit.documents import corpus_hash, file_hash, load_corpus
 from groundkit.errors import ArtifactError
-from groundkit.evals.audit import AuditParams, audit, check_audit
+from groundkit.evals.audit import AuditParams, AuditReport, audit, check_audit
 from groundkit.evals.corpus import Category, load_judgments
 from groundkit.evals.schema import RunMetadata
 from groundkit.evals.scoring import score_rankings
@@ -27,7 +27,7 @@ from groundkit.params import BM25Params, Params, RetrieveParams
 
 def validate_judgments(
     judgments: Path, corpus_root: Path, params: AuditParams, out_validation: Path, out_audit: Path
-) -> dict[str, object]:
+) -> AuditReport:
     """Check the judgments file, audit it against the corpus, and record the input hashes."""
     loaded = load_judgments(judgments)
     report = audit(load_corpus(corpus_root), loaded)
@@ -39,7 +39,7 @@ def validate_judgments(
         "judgments_hash": file_hash(judgments),
         "corpus_hash": corpus_hash(corpus_root),
     }
-    atomic_write_text(out_audit, dumps_json(report))
+    atomic_write_text(out_audit, dumps_json(report.model_dump(mode="json")))
     atomic_write_text(out_validation, dumps_json(validation))
     return report
 

@@ -4,7 +4,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from groundkit.cli import guarded
+from groundkit._guard import guarded
 from groundkit.evals import pipeline
 from groundkit.params import load_params
 

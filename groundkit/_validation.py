@@ -19,5 +19,7 @@ def describe(exc: ValidationError, prefix: str = "") -> tuple[str, str]:
         message = error["msg"]
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
-        problem = f"{message} (got {error.get('input')!r})"
+        given = error.get("input")
+        # Echoing a whole record or params section back would bury the one value that is wrong.
+        problem = message if isinstance(given, dict) else f"{message} (got {given!r})"
     return key, problem

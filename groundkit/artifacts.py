@@ -5,11 +5,18 @@ into place, so a stage killed mid-write never leaves a half-written file a
 later stage could read. Readers validate every record and report the line of
 the first bad one: an artifact that was truncated or edited by hand is an
 error, not something to skip.
+
+Line-oriented artifacts that a later stage reads are also *sealed*: a
+``NAME.sha256`` file beside them, in ``sha256sum`` format, holds the digest of
+the bytes the producing stage wrote. Record checks alone cannot see a file cut
+at a line boundary or a line deleted by hand (the rest still parses); the seal
+can, and ``sha256sum -c`` checks it without groundkit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -47,9 +54,25 @@ def dumps_json(value: Any) -> str:
     return json.dumps(round_floats(value), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` (UTF-8, LF) to ``path`` via a temporary file and a rename."""
+def seal_path(path: str | Path) -> Path:
+    """Where the seal of artifact ``path`` lives: ``NAME.sha256`` beside it."""
     path = Path(path)
+    return path.with_name(f"{path.name}.sha256")
+
+
+def atomic_write_text(path: str | Path, text: str, *, seal: bool = False) -> None:
+    """Write ``text`` (UTF-8, LF) to ``path`` via a temporary file and a rename.
+
+    With ``seal``, also write ``NAME.sha256`` so that readers can tell a complete file from a truncated one.
+    """
+    path = Path(path)
+    _atomic_write(path, text)
+    if seal:
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        _atomic_write(seal_path(path), f"{digest}  {path.name}\n")
+
+
+def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -64,9 +87,9 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         raise
 
 
-def atomic_write_lines(path: str | Path, lines: Iterable[str]) -> None:
-    """Write one record per line, each terminated by LF."""
-    atomic_write_text(path, "".join(f"{line}\n" for line in lines))
+def atomic_write_lines(path: str | Path, lines: Iterable[str], *, seal: bool = False) -> None:
+    """Write one record per line, each terminated by LF (and the seal, with ``seal``)."""
+    atomic_write_text(path, "".join(f"{line}\n" for line in lines), seal=seal)
 
 
 @contextlib.contextmanager
@@ -92,10 +115,27 @@ def model_line(model: BaseModel) -> str:
     return json.dumps(round_floats(model.model_dump(mode="json")), sort_keys=True, ensure_ascii=False)
 
 
-def _artifact_text(path: Path, producer: str) -> str:
+def _check_seal(path: Path, data: bytes, producer: str) -> None:
+    seal = seal_path(path)
+    fix = f"delete it and re-run the {producer} stage (dvc repro -f -s {producer})"
+    if not seal.is_file():
+        raise ArtifactError(path, f"has no seal {seal.name} beside it, so its completeness cannot be checked", fix=fix)
+    recorded = seal.read_text(encoding="utf-8", errors="replace").split(" ", 1)[0]
+    if hashlib.sha256(data).hexdigest() != recorded:
+        raise ArtifactError(
+            path,
+            f"does not match the SHA-256 in {seal.name}: it was truncated or edited after the {producer} stage "
+            "wrote it",
+            fix=fix,
+        )
+
+
+def _artifact_text(path: Path, producer: str, sealed: bool = False) -> str:
     if not path.is_file():
         raise ArtifactError(path, "artifact is missing", fix=f"run the {producer} stage first (dvc repro)")
     data = path.read_bytes()
+    if sealed:
+        _check_seal(path, data, producer)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -112,18 +152,19 @@ def _artifact_text(path: Path, producer: str) -> str:
     return text
 
 
-def read_models(path: str | Path, model: type[M], *, producer: str) -> list[M]:
-    """Read a JSONL artifact of ``model`` records, failing on the first bad line."""
+def read_models(path: str | Path, model: type[M], *, producer: str, sealed: bool = True) -> list[M]:
+    """Read a sealed JSONL artifact of ``model`` records, failing on the first bad line."""
     path = Path(path)
     records = []
-    for number, line in enumerate(_artifact_text(path, producer).split("\n")[:-1], start=1):
+    for number, line in enumerate(_artifact_text(path, producer, sealed).split("\n")[:-1], start=1):
         try:
             records.append(model.model_validate_json(line))
         except ValidationError as exc:
             key, problem = describe(exc)
             raise ArtifactError(
                 path,
-                f"record is invalid ({key}: {problem}); the artifact was truncated or edited by hand",
+                f"record is invalid ({f'{key}: ' if key else ''}{problem}); the artifact was truncated or edited "
+                "by hand",
                 fix=f"delete it and re-run the {producer} stage (dvc repro -f -s {producer})",
                 line=number,
             ) from None
@@ -145,6 +186,6 @@ def read_json(path: str | Path, *, producer: str) -> Any:
         ) from None
 
 
-def read_lines(path: str | Path, *, producer: str) -> list[str]:
-    """Read a line-oriented artifact, requiring the final newline."""
-    return _artifact_text(Path(path), producer).split("\n")[:-1]
+def read_lines(path: str | Path, *, producer: str, sealed: bool = True) -> list[str]:
+    """Read a sealed line-oriented artifact, requiring the final newline."""
+    return _artifact_text(Path(path), producer, sealed).split("\n")[:-1]

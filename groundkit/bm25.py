@@ -173,9 +173,15 @@ class BM25Index:
                 raise ArtifactError(
                     path, "does not match the SHA-256 recorded in manifest.json: truncated or edited", fix=fix
                 )
-        arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in _ARRAYS}
-        vocab = json.loads((directory / "vocab.json").read_text(encoding="utf-8"))
-        rows = [(r[0], r[1], int(r[2])) for r in json.loads((directory / "rows.json").read_text(encoding="utf-8"))]
+        try:
+            # allow_pickle=False: an index is data, never code, even when its manifest was forged to match.
+            arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in _ARRAYS}
+            vocab = json.loads((directory / "vocab.json").read_text(encoding="utf-8"))
+            rows = [(str(r[0]), str(r[1]), int(r[2]))
+                    for r in json.loads((directory / "rows.json").read_text(encoding="utf-8"))]
+        except (ValueError, TypeError, IndexError, KeyError, UnicodeDecodeError) as exc:
+            raise ArtifactError(directory, f"holds a file that is not a groundkit index array or table ({exc})",
+                                fix=fix) from None
         if len(rows) != manifest["num_chunks"] or len(vocab) != manifest["vocab_size"]:
             raise ArtifactError(manifest_path, "row or vocabulary count disagrees with the files", fix=fix)
         return cls(

@@ -55,7 +55,7 @@ def corpus_files(root: Path) -> list[tuple[str, Path]]:
         for dirname in dirnames:
             if (base / dirname).is_symlink():
                 raise CorpusError(
-                    (base / dirname).relative_to(root).as_posix(),
+                    base / dirname,
                     "is a symlinked directory; groundkit does not follow directory links",
                     fix="copy the directory into the corpus instead of linking it",
                 )
@@ -68,12 +68,12 @@ def corpus_files(root: Path) -> list[tuple[str, Path]]:
                 target = path.resolve()
                 if not target.is_relative_to(real_root):
                     raise CorpusError(
-                        rel,
+                        path,
                         f"is a symlink pointing outside the corpus root (to {target})",
                         fix="copy the file into the corpus or remove the link",
                     )
                 if not target.is_file():
-                    raise CorpusError(rel, "is a symlink to something that is not a file", fix="remove the link")
+                    raise CorpusError(path, "is a symlink to something that is not a file", fix="remove the link")
             found.append((rel, path))
     found.sort()
     if not found:

@@ -18,7 +18,11 @@ def write_judgments(path: Path, records: list[dict]) -> Path:
 @pytest.fixture
 def tiny_corpus(tmp_path: Path) -> tuple[Path, Path]:
     """Three short documents sharing vocabulary, and one judgment of each kind."""
-    root = tmp_path / "corpus"
+    return write_tiny_corpus(tmp_path / "corpus", tmp_path / "judgments.jsonl")
+
+
+def write_tiny_corpus(root: Path, judgments_path: Path) -> tuple[Path, Path]:
+    """Write the tiny corpus under ``root`` and its judgments to ``judgments_path``."""
     (root / "ops").mkdir(parents=True)
     (root / "ops" / "backup.md").write_text(
         "Backups take a snapshot of every range. A full backup runs weekly.\n"
@@ -35,7 +39,7 @@ def tiny_corpus(tmp_path: Path) -> tuple[Path, Path]:
         encoding="utf-8",
     )
     judgments = write_judgments(
-        tmp_path / "judgments.jsonl",
+        judgments_path,
         [
             {"query_id": "q1", "query": "how often do incremental backups run", "category": "factoid",
              "gold": [{"document": "ops/backup.md", "quote": "Incremental backups run hourly"}]},

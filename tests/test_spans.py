@@ -94,3 +94,14 @@ def test_straddling_span_makes_both_chunks_relevant():
     chunks = [Chunk(document="a.md", start_offset=s, end_offset=e, text=DOC.text[s:e])
               for s, e in [(0, 26), (27, 53), (54, 75)]]
     assert relevant_chunk_ids(resolved, chunks) == {"q7": {chunks[1].chunk_id, chunks[2].chunk_id}}
+
+
+def test_resolved_span_must_be_as_long_as_its_quote():
+    from pydantic import ValidationError
+
+    from groundkit.evals.spans import ResolvedSpan
+
+    assert ResolvedSpan(document="a.md", quote="abc", start=4, end=7).end == 7
+    for start, end in ((5, 7), (-1, 2), (4, 8)):
+        with pytest.raises(ValidationError, match="is not as long as its quote"):
+            ResolvedSpan(document="a.md", quote="abc", start=start, end=end)

@@ -52,15 +52,15 @@ def resolve_spans(corpus_root: Path, judgments: Path, out_documents: Path, out_s
         loaded, {d.path: d for d in documents}, judgments_path=judgments, corpus_root=corpus_root
     )
     # Spans first: the documents snapshot is what unblocks chunking, so it is written last.
-    atomic_write_lines(out_spans, (model_line(r) for r in resolved))
-    atomic_write_lines(out_documents, (model_line(d) for d in documents))
+    atomic_write_lines(out_spans, (model_line(r) for r in resolved), seal=True)
+    atomic_write_lines(out_documents, (model_line(d) for d in documents), seal=True)
     return resolved
 
 
 def chunk(documents: Path, params: ChunkParams, out_chunks: Path) -> list[Chunk]:
     """Chunk the validated corpus snapshot."""
     chunks = chunk_documents(read_models(documents, Document, producer="resolve-spans"), params)
-    atomic_write_lines(out_chunks, (model_line(c) for c in chunks))
+    atomic_write_lines(out_chunks, (model_line(c) for c in chunks), seal=True)
     return chunks
 
 
@@ -76,7 +76,7 @@ def retrieve(index_dir: Path, spans: Path, params: RetrieveParams, out_run: Path
     loaded = BM25Index.load(index_dir)
     judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
     rankings = {j.query_id: loaded.search(j.query, params.depth) for j in judgments}
-    atomic_write_lines(out_run, run_lines(rankings))
+    atomic_write_lines(out_run, run_lines(rankings), seal=True)
     return rankings
 
 

@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from groundkit.contracts import Chunk, Document
 from groundkit.errors import SpanError
@@ -30,6 +30,13 @@ class ResolvedSpan(BaseModel):
     quote: str
     start: int
     end: int
+
+    @model_validator(mode="after")
+    def _span_fits_quote(self) -> ResolvedSpan:
+        # A hand-edited offset in gold_spans.jsonl would silently move relevance; the length catches most edits.
+        if self.start < 0 or self.end - self.start != len(self.quote):
+            raise ValueError(f"span [{self.start}, {self.end}) is not as long as its quote ({len(self.quote)})")
+        return self
 
 
 class ResolvedJudgment(BaseModel):
@@ -151,11 +158,14 @@ def resolve_judgments(
             _check_document_path(judgment, gold, judgments_path)
             document = documents.get(gold.document)
             if document is None:
+                what = "is a directory, not a file," if (Path(corpus_root) / gold.document).is_dir() else (
+                    "is not a file")
                 raise SpanError(
                     judgments_path,
-                    f"judgment {judgment.query_id!r}: document {gold.document!r} is not a file in the corpus "
+                    f"judgment {judgment.query_id!r}: document {gold.document!r} {what} in the corpus "
                     f"root {Path(corpus_root).as_posix()!r}",
-                    fix="fix the path (corpus-relative, case-sensitive) or add the document",
+                    fix="name one document by its path relative to the corpus root (case-sensitive), "
+                    "or add the document",
                     line=judgment.line or None,
                     key="gold.document",
                 )

@@ -1,0 +1,215 @@
+"""The catalogue of bad inputs: each case damages a copy of the tiny workspace in one way.
+
+A workspace is laid out like the repository: ``evals/corpus/``, ``evals/judgments.jsonl`` and
+``params.yaml`` under one root, so the same damage applies to ``groundkit run``, ``groundkit
+audit`` and ``dvc repro`` alike. Each case names what the one error message must contain: where
+(file and line, or key) and what was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+JUDGMENTS = "evals/judgments.jsonl"
+CORPUS = "evals/corpus"
+PARAMS = "params.yaml"
+
+
+@dataclass(frozen=True)
+class Case:
+    damage: Callable[[Path], None]
+    where: str
+    what: str
+    # DVC reads params.yaml itself (to interpolate dvc.yaml) before any stage runs; when the file is
+    # not YAML at all, the message is DVC's own, which names the file and the parse error but offers no fix.
+    dvc_reports_it: bool = False
+
+
+def _records(root: Path) -> list[dict]:
+    return [json.loads(line) for line in (root / JUDGMENTS).read_text(encoding="utf-8").splitlines()]
+
+
+def _write_records(root: Path, records: list[dict]) -> None:
+    (root / JUDGMENTS).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def _edit_record(index: int, edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    def damage(root: Path) -> None:
+        records = _records(root)
+        edit(records[index])
+        _write_records(root, records)
+
+    return damage
+
+
+def _set_quote(quote: str, index: int = 0) -> Callable[[Path], None]:
+    return _edit_record(index, lambda r: r["gold"][0].update(quote=quote))
+
+
+def _set_gold_document(document: str) -> Callable[[Path], None]:
+    return _edit_record(0, lambda r: r["gold"][0].update(document=document))
+
+
+def _judgments_bytes(transform: Callable[[bytes], bytes]) -> Callable[[Path], None]:
+    def damage(root: Path) -> None:
+        path = root / JUDGMENTS
+        path.write_bytes(transform(path.read_bytes()))
+
+    return damage
+
+
+def _document(rel: str, data: bytes) -> Callable[[Path], None]:
+    def damage(root: Path) -> None:
+        (root / CORPUS / rel).write_bytes(data)
+
+    return damage
+
+
+def _isolation_and_quote(text: str, quote: str) -> Callable[[Path], None]:
+    """Rewrite isolation.md and point judgment q3's quote at it."""
+
+    def damage(root: Path) -> None:
+        (root / CORPUS / "isolation.md").write_text(text, encoding="utf-8")
+        records = _records(root)
+        records[2]["gold"][0]["quote"] = quote
+        _write_records(root, records)
+
+    return damage
+
+
+def _param(dotted: str, value: object) -> Callable[[Path], None]:
+    def damage(root: Path) -> None:
+        params = yaml.safe_load((root / PARAMS).read_text(encoding="utf-8"))
+        section, key = dotted.split(".")
+        params.setdefault(section, {})[key] = value
+        (root / PARAMS).write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+
+    return damage
+
+
+def _params_text(text: str) -> Callable[[Path], None]:
+    def damage(root: Path) -> None:
+        (root / PARAMS).write_text(text, encoding="utf-8")
+
+    return damage
+
+
+def _symlink_outside(root: Path) -> None:
+    outside = root / "outside.md"
+    outside.write_text("A secret outside the corpus.\n", encoding="utf-8")
+    os.symlink(outside.resolve(), root / CORPUS / "linked.md")
+
+
+def _json_array(root: Path) -> None:
+    (root / JUDGMENTS).write_text(json.dumps(_records(root)) + "\n", encoding="utf-8")
+
+
+def _duplicate_id(root: Path) -> None:
+    records = _records(root)
+    records[1]["query_id"] = "q1"
+    _write_records(root, records)
+
+
+def _swap_first_two(root: Path) -> None:
+    records = _records(root)
+    records[0], records[1] = records[1], records[0]
+    _write_records(root, records)
+
+
+NFC_TEXT = unicodedata.normalize("NFC", "The na\u00efve reader sees a consistent view.\nWrite skew is possible.\n")
+
+CASES: dict[str, Case] = {
+    # judgments.jsonl as a file
+    "judgments: invalid JSON": Case(_judgments_bytes(lambda b: b.replace(b'"q2",', b'"q2"', 1)),
+                                    "judgments.jsonl:2", "invalid JSON"),
+    "judgments: a JSON array": Case(_json_array, "judgments.jsonl:1", "a JSON object"),
+    "judgments: blank only": Case(_judgments_bytes(lambda b: b"\n  \n"), "judgments.jsonl", "no judgments"),
+    "judgments: UTF-8 BOM": Case(_judgments_bytes(lambda b: b"\xef\xbb\xbf" + b), "judgments.jsonl:1", "BOM"),
+    "judgments: invalid UTF-8": Case(_judgments_bytes(lambda b: b.replace(b"anomaly", b"anom\xe1ly")),
+                                     "judgments.jsonl:3", "not valid UTF-8"),
+    "judgments: CRLF": Case(_judgments_bytes(lambda b: b.replace(b"\n", b"\r\n")), "judgments.jsonl:1", "CRLF"),
+    # judgments.jsonl, one record
+    "judgment: missing field": Case(_edit_record(0, lambda r: r.pop("category")),
+                                    "judgments.jsonl:1", "key 'category'"),
+    "judgment: unknown field": Case(_edit_record(1, lambda r: r.update(querry="x")),
+                                    "judgments.jsonl:2", "key 'querry'"),
+    "judgment: query not a string": Case(_edit_record(0, lambda r: r.update(query=42)),
+                                         "judgments.jsonl:1", "key 'query'"),
+    "judgment: gold not a list": Case(_edit_record(0, lambda r: r.update(gold="ops/backup.md")),
+                                      "judgments.jsonl:1", "key 'gold'"),
+    "judgment: query_id not a string": Case(_edit_record(0, lambda r: r.update(query_id=1)),
+                                            "judgments.jsonl:1", "key 'query_id'"),
+    "judgment: empty query": Case(_edit_record(0, lambda r: r.update(query="  ")),
+                                  "judgments.jsonl:1", "key 'query'"),
+    "judgment: empty quote": Case(_set_quote(""), "judgments.jsonl:1", "key 'gold.0.quote'"),
+    "judgment: unknown category": Case(_edit_record(0, lambda r: r.update(category="trivia")),
+                                       "judgments.jsonl:1", "key 'category'"),
+    "judgment: gold on no_answer": Case(
+        _edit_record(3, lambda r: r.update(gold=[{"document": "isolation.md", "quote": "Write skew"}])),
+        "judgments.jsonl:4", "no_answer"),
+    "judgment: answerable without gold": Case(_edit_record(0, lambda r: r.update(gold=[])),
+                                              "judgments.jsonl:1", "needs at least one gold quote"),
+    "judgment: duplicate query_id": Case(_duplicate_id, "judgments.jsonl:2", "'q1'"),
+    "judgment: ids out of order": Case(_swap_first_two, "judgments.jsonl:2", "ascending order"),
+    # quotes
+    "quote: not found": Case(_set_quote("Incremental backups run daily"), "judgments.jsonl:1", "quote not found"),
+    "quote: found twice": Case(_set_quote("backup"), "judgments.jsonl:1", "occurs 2 times"),
+    "quote: NFD against an NFC document": Case(
+        _isolation_and_quote(NFC_TEXT, unicodedata.normalize("NFD", "na\u00efve reader")),
+        "judgments.jsonl:3", "Unicode normalisation"),
+    "quote: whitespace differs": Case(_set_quote("Incremental  backups run hourly"),
+                                      "judgments.jsonl:1", "whitespace"),
+    "quote: line break as a space": Case(_set_quote("weekly. Incremental backups"),
+                                         "judgments.jsonl:1", "whitespace"),
+    "quote: curly quotes": Case(
+        _isolation_and_quote('The "consistent view" is a snapshot.\nWrite skew is possible.\n',
+                             "\u201cconsistent view\u201d"),
+        "judgments.jsonl:3", "curly quotes"),
+    "quote: different case": Case(_set_quote("incremental backups run hourly"), "judgments.jsonl:1",
+                                  "case-insensitively"),
+    "quote: longer than the document": Case(
+        _isolation_and_quote("Write skew.\n", "Write skew is possible under snapshot isolation."),
+        "judgments.jsonl:3", "longer than the document"),
+    # documents
+    "document: missing": Case(_set_gold_document("ops/restore.md"), "judgments.jsonl:1",
+                              "is not a file in the corpus"),
+    "document: ../ escapes the root": Case(_set_gold_document("../judgments.jsonl"), "judgments.jsonl:1",
+                                           "not a corpus-relative path"),
+    "document: absolute path": Case(_set_gold_document("/etc/passwd"), "judgments.jsonl:1",
+                                    "not a corpus-relative path"),
+    "document: a directory": Case(_set_gold_document("ops"), "judgments.jsonl:1", "is a directory"),
+    "document: symlink outside the root": Case(_symlink_outside, "linked.md", "symlink pointing outside"),
+    "document: invalid UTF-8": Case(_document("latin1.md", "caf\xe9 snapshot\n".encode("latin-1")),
+                                    "latin1.md:1", "not valid UTF-8"),
+    "document: empty": Case(_document("empty.md", b"  \n"), "empty.md", "is empty"),
+    "document: CRLF": Case(_document("isolation.md", b"Snapshot isolation.\r\nWrite skew is possible under it.\r\n"),
+                           "isolation.md:1", "CRLF"),
+    "document: NUL byte": Case(_document("binary.md", b"snapshot\n\0\0\n"), "binary.md:2", "NUL"),
+    "document: UTF-8 BOM": Case(_document("bom.md", b"\xef\xbb\xbfsnapshot notes\n"), "bom.md:1", "BOM"),
+    # params.yaml
+    "params: chunk size zero": Case(_param("chunk.size", 0), "key 'chunk.size'", "greater than 0"),
+    "params: chunk size negative": Case(_param("chunk.size", -400), "key 'chunk.size'", "greater than 0"),
+    "params: overlap not below size": Case(_param("chunk.overlap", 800), "key 'chunk'",
+                                           "must be smaller than size"),
+    "params: unknown strategy": Case(_param("chunk.strategy", "sentences"), "key 'chunk.strategy'", "'fixed'"),
+    "params: k1 out of range": Case(_param("bm25.k1", -0.5), "key 'bm25.k1'", "greater than or equal to 0"),
+    "params: b out of range": Case(_param("bm25.b", 1.5), "key 'bm25.b'", "less than or equal to 1"),
+    "params: empty ks": Case(_param("score.ks", []), "key 'score.ks'", "at least one cut-off"),
+    "params: non-integer ks": Case(_param("score.ks", [1, 2.5]), "key 'score.ks.1'", "integer"),
+    "params: depth below max(ks)": Case(_param("retrieve.depth", 3), "key 'retrieve.depth'",
+                                        "smaller than the largest k"),
+    "params: typo in a key": Case(_param("chunk.sise", 400), "key 'chunk.sise'", "not a known field"),
+    "params: unknown section": Case(_param("rerank.model", "x"), "key 'rerank'", "not a known field"),
+    "params: not YAML": Case(_params_text("chunk: [size: 800\n"), "params.yaml", "YAML", dvc_reports_it=True),
+    # the audit's hard rule
+    "audit: no_answer query shares corpus tokens": Case(
+        _edit_record(3, lambda r: r.update(query="snapshot sourdough")), "judgments.jsonl:4",
+        "shares tokens with the corpus"),
+}

@@ -1,0 +1,45 @@
+"""Atomic, sealed artifact files: what a reader accepts and what it refuses."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from groundkit.artifacts import atomic_write_lines, read_lines, seal_path
+from groundkit.errors import ArtifactError
+
+
+def test_seal_is_sha256sum_format(tmp_path):
+    path = tmp_path / "run.trec"
+    atomic_write_lines(path, ["a b", "c d"], seal=True)
+    assert path.read_bytes() == b"a b\nc d\n"
+    # sha256 of b"a b\nc d\n", checked by coreutils rather than by the code under test
+    assert shutil.which("sha256sum")
+    checked = subprocess.run(["sha256sum", "-c", seal_path(path).name], cwd=tmp_path, capture_output=True, text=True)
+    assert checked.returncode == 0 and checked.stdout == "run.trec: OK\n"
+    assert read_lines(path, producer="retrieve") == ["a b", "c d"]
+
+
+def test_reader_refuses_a_file_cut_at_a_line_boundary(tmp_path):
+    path = tmp_path / "run.trec"
+    atomic_write_lines(path, ["a b", "c d"], seal=True)
+    path.write_bytes(b"a b\n")
+    with pytest.raises(ArtifactError, match="truncated or edited after the retrieve stage"):
+        read_lines(path, producer="retrieve")
+
+
+def test_reader_refuses_a_file_without_its_seal(tmp_path):
+    path = tmp_path / "chunks.jsonl"
+    atomic_write_lines(path, ["{}"], seal=True)
+    seal_path(path).unlink()
+    with pytest.raises(ArtifactError, match=r"has no seal chunks\.jsonl\.sha256"):
+        read_lines(path, producer="chunk")
+
+
+def test_unsealed_reads_still_demand_the_final_newline(tmp_path):
+    path = tmp_path / "x.txt"
+    path.write_bytes(b"a\nb")
+    with pytest.raises(ArtifactError, match="does not end with a newline"):
+        read_lines(path, producer="chunk", sealed=False)

@@ -1,0 +1,210 @@
+"""Every bad input in tests/bad_inputs.py, through `groundkit run`, `groundkit audit` and `dvc repro`.
+
+Each must exit non-zero with one message naming the file and line (or key), what was wrong and how
+to fix it; show no traceback; leave no partial artifact; and under DVC stop before chunk or index.
+Damaged artifacts fed to a later stage are covered at the end of the module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from groundkit.cli import main
+from tests.bad_inputs import CASES, CORPUS, JUDGMENTS, PARAMS
+from tests.conftest import write_tiny_corpus
+from tests.dvc_helpers import clone_working_tree, repro, run
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    """A clone of this repository whose corpus and judgments are the tiny ones, committed."""
+    repo = clone_working_tree(tmp_path_factory.mktemp("template") / "repo")
+    shutil.rmtree(repo / CORPUS)
+    write_tiny_corpus(repo / CORPUS, repo / JUDGMENTS)
+    params = yaml.safe_load((repo / PARAMS).read_text(encoding="utf-8"))
+    params["audit"]["max_trivial_share"] = 1.0  # three documents: every judgment is trivially easy
+    (repo / PARAMS).write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-q", "-m", "tiny corpus"], repo)
+    return repo
+
+
+def _copy(template: Path, dest: Path) -> Path:
+    shutil.copytree(template, dest, symlinks=True)
+    return dest
+
+
+def _leftovers(directory: Path) -> list[str]:
+    """Temporary files an interrupted atomic write would leave behind."""
+    return sorted(p.name for p in directory.rglob("*") if p.name.endswith(".tmp") or p.name.startswith(".groundkit"))
+
+
+def _assert_one_clear_message(stderr: str, where: str, what: str) -> None:
+    assert "Traceback" not in stderr
+    assert where in stderr, stderr
+    assert what in stderr, stderr
+    assert "fix:" in stderr, stderr
+
+
+def test_the_catalogue_is_large_enough():
+    assert len(CASES) >= 40
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_input_fails_cleanly_everywhere(template, tmp_path, capsys, name):
+    case = CASES[name]
+    workspace = _copy(template, tmp_path / "ws")
+    case.damage(workspace)
+    paths = ["--corpus", str(workspace / CORPUS), "--judgments", str(workspace / JUDGMENTS),
+             "--params", str(workspace / PARAMS)]
+
+    out = tmp_path / "out"
+    assert main(["run", *paths, "--out", str(out)]) == 1
+    stderr = capsys.readouterr().err
+    assert stderr.startswith("error: ") and stderr.count("error: ") == 1
+    _assert_one_clear_message(stderr, case.where, case.what)
+    assert not out.exists() and _leftovers(tmp_path) == []
+
+    report = tmp_path / "audit.json"
+    assert main(["audit", *paths, "--out", str(report)]) == 1
+    stderr = capsys.readouterr().err
+    _assert_one_clear_message(stderr, case.where, case.what)
+    assert not report.exists()
+
+    ran, result = repro(workspace, check=False)
+    assert result.returncode != 0
+    if case.dvc_reports_it:
+        assert ran == set()
+        assert case.where in result.stderr and case.what in result.stderr and "Traceback" not in result.stderr
+    else:
+        _assert_one_clear_message(result.stdout + result.stderr, case.where, case.what)
+        assert ran <= {"validate-judgments", "resolve-spans"}, ran
+    assert not (workspace / "build" / "chunks.jsonl").exists()
+    assert not (workspace / "build" / "index").exists()
+    assert _leftovers(workspace / "build") == [] if (workspace / "build").exists() else True
+
+
+# --- damaged artifacts fed to the next stage -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built(template, tmp_path_factory) -> Path:
+    """The tiny workspace after one successful `dvc repro`."""
+    workspace = _copy(template, tmp_path_factory.mktemp("built") / "ws")
+    ran, _ = repro(workspace)
+    assert ran == {"validate-judgments", "resolve-spans", "chunk", "index", "retrieve", "score"}
+    return workspace
+
+
+def _truncate(rel: str) -> Callable[[Path], None]:
+    def damage(ws: Path) -> None:
+        path = ws / rel
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+
+    return damage
+
+
+def _drop_last_line(rel: str) -> Callable[[Path], None]:
+    def damage(ws: Path) -> None:
+        path = ws / rel
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        path.write_text("".join(lines[:-1]), encoding="utf-8")
+
+    return damage
+
+
+def _edit_text(rel: str, old: str, new: str) -> Callable[[Path], None]:
+    def damage(ws: Path) -> None:
+        path = ws / rel
+        text = path.read_text(encoding="utf-8")
+        assert old in text, f"{old!r} not in {rel}"
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+    return damage
+
+
+def _edit_line(rel: str, edit: Callable[[str], str], *, forge_seal: bool = False) -> Callable[[Path], None]:
+    """Edit the first line; with ``forge_seal``, also rewrite the seal, so only the record checks stand guard."""
+
+    def damage(ws: Path) -> None:
+        path = ws / rel
+        lines = path.read_text(encoding="utf-8").splitlines()
+        lines[0] = edit(lines[0])
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        if forge_seal:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            (ws / f"{rel}.sha256").write_text(f"{digest}  {path.name}\n", encoding="utf-8")
+
+    return damage
+
+
+def _forged_pickle(ws: Path) -> None:
+    """Replace an index array by a pickled object array and forge the manifest to match it."""
+    index = ws / "build" / "index"
+    np.save(index / "data.npy", np.array([{"payload": "os.system"}], dtype=object), allow_pickle=True)
+    manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"]["data.npy"] = hashlib.sha256((index / "data.npy").read_bytes()).hexdigest()
+    (index / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def _chunk_text_edited(line: str) -> str:
+    record = json.loads(line)
+    record["text"] = record["text"][0].swapcase() + record["text"][1:]  # same length, other content
+    return json.dumps(record)
+
+
+def _run_score_forged(line: str) -> str:
+    parts = line.split(" ")
+    parts[4] = "nan"
+    return " ".join(parts)
+
+
+ARTIFACT_CASES: dict[str, tuple[Callable[[Path], None], str, str, str]] = {
+    # name: (damage, stage that reads it, where, what)
+    "chunks truncated": (_truncate("build/chunks.jsonl"), "index", "build/chunks.jsonl", "truncated"),
+    "chunks lose their last line": (_drop_last_line("build/chunks.jsonl"), "index", "build/chunks.jsonl",
+                                    "does not match the SHA-256 in chunks.jsonl.sha256"),
+    "documents lose their last line": (_drop_last_line("build/documents.jsonl"), "chunk", "build/documents.jsonl",
+                                       "truncated or edited"),
+    "chunk text edited": (_edit_line("build/chunks.jsonl", _chunk_text_edited), "index",
+                          "build/chunks.jsonl", "does not match the SHA-256"),
+    "chunk text edited, seal forged": (_edit_line("build/chunks.jsonl", _chunk_text_edited, forge_seal=True),
+                                       "index", "build/chunks.jsonl:1", "chunk_id"),
+    "index array truncated": (_truncate("build/index/data.npy"), "retrieve", "data.npy", "SHA-256"),
+    "index vocabulary edited": (_edit_text("build/index/vocab.json", "snapshot", "snapshoT"), "retrieve",
+                                "vocab.json", "SHA-256"),
+    "index manifest truncated": (_truncate("build/index/manifest.json"), "retrieve", "manifest.json",
+                                 "not a valid index manifest"),
+    "index array forged as a pickle": (_forged_pickle, "retrieve", "build/index", "not a groundkit index array"),
+    "gold spans lose a judgment": (_drop_last_line("build/gold_spans.jsonl"), "retrieve", "build/gold_spans.jsonl",
+                                   "truncated or edited"),
+    "run truncated at a line boundary": (_drop_last_line("build/run.trec"), "score", "build/run.trec",
+                                         "truncated or edited"),
+    "run cut mid-line": (_truncate("build/run.trec"), "score", "build/run.trec", "truncated"),
+    "run names an unknown chunk, seal forged": (
+        _edit_line("build/run.trec", lambda line: line.replace(line.split(" ")[2], "0" * 16), forge_seal=True),
+        "score", "build/run.trec:1", "not in chunks.jsonl"),
+    "run score set to nan, seal forged": (_edit_line("build/run.trec", _run_score_forged, forge_seal=True),
+                                          "score", "build/run.trec:1", "not above zero"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ARTIFACT_CASES))
+def test_damaged_artifact_is_reported_by_the_next_stage(built, tmp_path, name):
+    damage, stage, where, what = ARTIFACT_CASES[name]
+    workspace = _copy(built, tmp_path / "ws")
+    damage(workspace)
+    ran, result = repro(workspace, "--single-item", stage, check=False)
+    assert ran == {stage}
+    assert result.returncode != 0
+    _assert_one_clear_message(result.stdout + result.stderr, where, what)
+    assert _leftovers(workspace / "build") == []

@@ -54,6 +54,16 @@ def dumps_json(value: Any) -> str:
     return json.dumps(round_floats(value), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
+def csv_text(rows: Iterable[dict[str, Any]], columns: list[str]) -> str:
+    """CSV with a header, LF line endings and floats at ``FLOAT_DIGITS`` decimals, for ``dvc plots``."""
+    def cell(value: Any) -> str:
+        return f"{value:.{FLOAT_DIGITS}f}" if isinstance(value, float) else str(value)
+
+    lines = [",".join(columns)]
+    lines.extend(",".join(cell(row[c]) for c in columns) for row in rows)
+    return "\n".join(lines) + "\n"
+
+
 def seal_path(path: str | Path) -> Path:
     """Where the seal of artifact ``path`` lives: ``NAME.sha256`` beside it."""
     path = Path(path)

@@ -54,9 +54,10 @@ class RetrieveParams(_Section):
 
 
 class ScoreParams(_Section):
-    """Cut-offs at which hit rate and nDCG are reported."""
+    """Cut-offs at which hit rate and nDCG are reported, and context budgets (characters) for hit rate."""
 
     ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+    budgets: list[int] = Field(default_factory=lambda: [500, 1000, 2000])
 
     @field_validator("ks")
     @classmethod
@@ -68,6 +69,15 @@ class ScoreParams(_Section):
         if ks != sorted(set(ks)):
             raise ValueError("ks must be strictly ascending without repeats, e.g. [1, 3, 5, 10]")
         return ks
+
+    @field_validator("budgets")
+    @classmethod
+    def _budgets_valid(cls, budgets: list[int]) -> list[int]:
+        if not budgets:
+            raise ValueError("budgets must list at least one context size in characters, e.g. [500, 1000, 2000]")
+        if any(b <= 0 for b in budgets) or budgets != sorted(set(budgets)):
+            raise ValueError("budgets must be positive character counts, strictly ascending, e.g. [500, 1000, 2000]")
+        return budgets
 
 
 class Params(_Section):

@@ -20,6 +20,7 @@ def main(argv: list[str] | None) -> int:
     parser.add_argument("--metrics-out", required=True)
     parser.add_argument("--per-query-out", required=True)
     parser.add_argument("--run-metadata-out", required=True)
+    parser.add_argument("--plots-out", required=True, help="directory for the plot data (CSV)")
     args = parser.parse_args(argv)
     params = load_params(args.params)
     summary = pipeline.score(
@@ -32,6 +33,7 @@ def main(argv: list[str] | None) -> int:
         out_metrics=Path(args.metrics_out),
         out_per_query=Path(args.per_query_out),
         out_run_metadata=Path(args.run_metadata_out),
+        out_plots=Path(args.plots_out),
     )
     answerable = summary["answerable"]
     print(f"score: {answerable}", file=sys.stderr)

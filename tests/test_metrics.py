@@ -85,3 +85,27 @@ def test_metrics_agree_with_ir_measures(seed):
         assert mrr(ranking, gold) == pytest.approx(ref("RR"))
         assert ndcg_at_k(ranking, gold, 3) == pytest.approx(ref("nDCG@3"))
         assert ndcg_at_k(ranking, gold, 10) == pytest.approx(ref("nDCG@10"))
+
+
+def test_context_chars_sums_passage_lengths_up_to_k():
+    from groundkit.evals.metrics import context_chars_at_k
+
+    passages = [("a.md", 0, 300), ("b.md", 100, 900), ("a.md", 300, 350)]
+    assert [context_chars_at_k(passages, k) for k in (1, 2, 3, 10)] == [300, 1100, 1150, 1150]
+
+
+def test_budget_hit_counts_only_the_visible_prefix():
+    from groundkit.evals.metrics import budget_hit
+
+    # Rank 1: 300 chars of a.md, no gold. Rank 2: b.md [100, 900) with gold at [600, 620).
+    passages = [("a.md", 0, 300), ("b.md", 100, 900)]
+    gold = [("b.md", 600, 620)]
+    # Budget 700: 300 chars for rank 1, 400 visible of rank 2 -> b.md [100, 500): misses [600, 620).
+    assert budget_hit(passages, gold, 700) == 0.0
+    # Budget 801: rank 2 visible [100, 601): the first gold character (600) is inside.
+    assert budget_hit(passages, gold, 800) == 0.0
+    assert budget_hit(passages, gold, 801) == 1.0
+    # A gold span in another document never counts, and the budget caps the walk.
+    assert budget_hit(passages, [("c.md", 0, 10)], 10_000) == 0.0
+    assert budget_hit([("b.md", 600, 700)], gold, 1) == 1.0  # one visible character is enough
+    assert budget_hit([], gold, 500) == 0.0

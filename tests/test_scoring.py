@@ -36,7 +36,10 @@ def test_hand_worked_run():
     assert by_id["q1"].first_gold_rank == 2 and by_id["q1"].metrics["mrr"] == 0.5
     # q2: gold at ranks 1 and 3, two gold chunks: nDCG@3 = (1 + 1/log2(4)) / (1 + 1/log2(3)) = 1.5 / 1.63093
     assert by_id["q2"].metrics["ndcg@3"] == pytest.approx(1.5 / 1.6309298, abs=1e-6)
-    assert by_id["q3"].metrics == {"recall@1": 0.0, "recall@3": 0.0, "mrr": 0.0, "ndcg@1": 0.0, "ndcg@3": 0.0}
+    assert by_id["q3"].metrics == {"recall@1": 0.0, "recall@3": 0.0, "mrr": 0.0, "ndcg@1": 0.0, "ndcg@3": 0.0,
+                                   "chars@1": 0.0, "chars@3": 0.0}
+    # q2 reads B (11 characters), C (7) and A (10)
+    assert (by_id["q2"].metrics["chars@1"], by_id["q2"].metrics["chars@3"]) == (11.0, 28.0)
     assert result.no_answer_abstained_count == 1
 
     summary = result.summary()
@@ -55,7 +58,17 @@ def test_per_query_csv_has_one_row_per_query():
     judgments = [resolved("q1", "factoid", [(6, 10)]), resolved("q4", "no_answer", [])]
     result, _ = score_rankings(judgments, CHUNKS, {"q1": [A], "q4": []}, [1])
     assert result.per_query_csv().splitlines() == [
-        "query_id,category,retrieved,gold_chunks,first_gold_rank,abstained,recall@1,mrr,ndcg@1",
-        "q1,factoid,1,1,1,,1.000000,1.000000,1.000000",
-        "q4,no_answer,0,0,,1,,,",
+        "query_id,query,category,retrieved,gold_chunks,first_gold_rank,abstained,recall@1,mrr,ndcg@1,chars@1",
+        "q1,q1,factoid,1,1,1,,1.000000,1.000000,1.000000,10.000000",
+        "q4,q4,no_answer,0,0,,1,,,,",
     ]
+
+
+def test_budget_hit_rate_by_hand():
+    # q1's gold "beta" is A[6:10); the ranking is B (11 characters), then A.
+    judgments = [resolved("q1", "factoid", [(6, 10)])]
+    budgets = [11, 17, 18]
+    result, _ = score_rankings(judgments, CHUNKS, {"q1": [B, A]}, [1], budgets)
+    metrics = result.queries[0].metrics
+    # 11: B only. 17: B + A[0:6) ends just before "beta". 18: A[0:7) reaches its first character.
+    assert [metrics[f"recall@{b}chars"] for b in budgets] == [0.0, 0.0, 1.0]

@@ -61,3 +61,40 @@ def ndcg_at_k(ranking: Sequence[str], gold: Set[str], k: int) -> float:
     dcg = sum(1.0 / math.log2(rank + 1) for rank, item in enumerate(ranking[:k], start=1) if item in gold)
     ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(gold), k) + 1))
     return dcg / ideal
+
+
+Passage = tuple[str, int, int]
+"""A retrieved or gold passage: ``(document, start, end)`` character offsets, end exclusive."""
+
+
+def context_chars_at_k(passages: Sequence[Passage], k: int) -> int:
+    """Characters of context the top ``k`` passages put in front of a reader: the sum of their lengths.
+
+    Two rankings with the same hit rate are not equally good if one needs four times the text to get
+    there; this is the cost side of ``recall@k``.
+    """
+    if k <= 0:
+        raise ValueError(f"k must be positive, got {k}")
+    return sum(end - start for _, start, end in passages[:k])
+
+
+def budget_hit(passages: Sequence[Passage], gold: Sequence[Passage], budget: int) -> float:
+    """Hit rate at a context budget: 1.0 if the first ``budget`` characters of context reach a gold span.
+
+    The ranking is read as a reader with a ``budget``-character context window would receive it:
+    passages concatenated in rank order and cut at ``budget`` characters. It is a hit if the part of
+    some passage inside the budget overlaps a gold span of the same document by at least one
+    character, the same overlap rule that makes a chunk relevant. A passage cut by the budget counts
+    only for its visible prefix, so a large chunk cannot win by the text it carries past the budget.
+    """
+    if budget <= 0:
+        raise ValueError(f"budget must be positive, got {budget}")
+    used = 0
+    for document, start, end in passages:
+        visible_end = start + min(end - start, budget - used)
+        if any(document == g_doc and start < g_end and g_start < visible_end for g_doc, g_start, g_end in gold):
+            return 1.0
+        used += end - start
+        if used >= budget:
+            break
+    return 0.0

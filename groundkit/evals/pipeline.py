@@ -10,7 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from groundkit import __version__
-from groundkit.artifacts import atomic_write_lines, atomic_write_text, dumps_json, model_line, read_json, read_models
+from groundkit.artifacts import (
+    atomic_directory,
+    atomic_write_lines,
+    atomic_write_text,
+    csv_text,
+    dumps_json,
+    model_line,
+    read_json,
+    read_models,
+)
 from groundkit.bm25 import BM25Index
 from groundkit.chunking import ChunkParams, chunk_documents
 from groundkit.contracts import Chunk, Document
@@ -19,7 +28,7 @@ from groundkit.errors import ArtifactError
 from groundkit.evals.audit import AuditParams, AuditReport, audit, check_audit
 from groundkit.evals.corpus import Category, load_judgments
 from groundkit.evals.schema import RunMetadata
-from groundkit.evals.scoring import score_rankings
+from groundkit.evals.scoring import budget_curve, hit_rate_curve, score_rankings
 from groundkit.evals.spans import ResolvedJudgment, resolve_judgments
 from groundkit.evals.trec import qrels_lines, read_run, run_lines
 from groundkit.params import BM25Params, Params, RetrieveParams
@@ -91,8 +100,9 @@ def score(
     out_metrics: Path,
     out_per_query: Path,
     out_run_metadata: Path,
+    out_plots: Path,
 ) -> dict[str, object]:
-    """Derive qrels, score the run, and write metrics.json, per-query rows and run metadata."""
+    """Derive qrels, score the run, and write metrics.json, per-query rows, plot data and run metadata."""
     judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
     chunk_list = read_models(chunks, Chunk, producer="chunk")
     rankings = read_run(run, [j.query_id for j in judgments], {c.chunk_id for c in chunk_list})
@@ -110,10 +120,21 @@ def score(
         )
     except (KeyError, TypeError, ValueError):
         raise ArtifactError(validation, "lacks the input hashes", fix="re-run the validate-judgments stage") from None
-    result, qrels = score_rankings(
-        judgments, chunk_list, {q: [c for c, _ in r] for q, r in rankings.items()}, params.score.ks
-    )
+    ranked_ids = {q: [c for c, _ in r] for q, r in rankings.items()}
+    result, qrels = score_rankings(judgments, chunk_list, ranked_ids, params.score.ks, params.score.budgets)
     summary = result.summary()
+    ks = params.score.ks
+    bars = list(dict.fromkeys([f"recall@{ks[0]}", f"recall@{ks[-1]}", f"ndcg@{ks[-1]}"]))
+    categories = [{"category": name, **{m: block[m] for m in bars}}
+                  for name, block in summary["by_category"].items() if "mrr" in block]
+    with atomic_directory(out_plots) as plots:
+        curves = {
+            "hit_rate.csv": csv_text(hit_rate_curve(result, params.retrieve.depth), ["k", "recall"]),
+            "budget.csv": csv_text(budget_curve(judgments, chunk_list, ranked_ids), ["budget_chars", "recall"]),
+            "categories.csv": csv_text(categories, ["category", *bars]),
+        }
+        for name, text in curves.items():
+            (plots / name).write_text(text, encoding="utf-8", newline="\n")
     atomic_write_lines(out_qrels, qrels_lines(qrels))
     atomic_write_text(out_per_query, result.per_query_csv())
     atomic_write_text(out_run_metadata, dumps_json(metadata.model_dump(mode="json")))

@@ -32,6 +32,7 @@ ARTIFACTS = (
     "metrics.json",
     "per_query.csv",
     "run.json",
+    "plots",
 )
 
 
@@ -60,6 +61,7 @@ def run(corpus: str | Path, judgments: str | Path, params: Params, out: str | Pa
             out_metrics=work / "metrics.json",
             out_per_query=work / "per_query.csv",
             out_run_metadata=work / "run.json",
+            out_plots=work / "plots",
         )
         out.mkdir(parents=True, exist_ok=True)
         for name in ARTIFACTS:

@@ -34,6 +34,7 @@ class QueryResult(_Record):
     """One query's outcome. ``metrics`` is empty for no_answer queries."""
 
     query_id: str
+    query: str
     category: Category
     retrieved: int
     gold_chunks: int
@@ -53,11 +54,14 @@ class StageResult(_Record):
     """All query results of one run, and the aggregates metrics.json reports."""
 
     ks: list[int]
+    budgets: list[int] = []
     queries: list[QueryResult]
 
     @property
     def metric_names(self) -> list[str]:
-        return [f"recall@{k}" for k in self.ks] + ["mrr"] + [f"ndcg@{k}" for k in self.ks]
+        """Quality metrics first (recall@k, mrr, ndcg@k), then the cost side (chars@k, recall@Bchars)."""
+        return ([f"recall@{k}" for k in self.ks] + ["mrr"] + [f"ndcg@{k}" for k in self.ks]
+                + [f"chars@{k}" for k in self.ks] + [f"recall@{b}chars" for b in self.budgets])
 
     @property
     def no_answer_abstained_count(self) -> int:
@@ -102,7 +106,7 @@ class StageResult(_Record):
 
     def per_query_csv(self) -> str:
         """One row per query, in judgment order, for ``dvc plots`` and for comparing runs."""
-        header = ["query_id", "category", "retrieved", "gold_chunks", "first_gold_rank", "abstained",
+        header = ["query_id", "query", "category", "retrieved", "gold_chunks", "first_gold_rank", "abstained",
                   *self.metric_names]
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
@@ -110,6 +114,6 @@ class StageResult(_Record):
         for q in self.queries:
             abstained = "" if q.answerable else int(q.retrieved == 0)
             metrics = [f"{q.metrics[name]:.6f}" if q.answerable else "" for name in self.metric_names]
-            writer.writerow([q.query_id, q.category.value, q.retrieved, q.gold_chunks,
+            writer.writerow([q.query_id, q.query, q.category.value, q.retrieved, q.gold_chunks,
                              q.first_gold_rank or "", abstained, *metrics])
         return out.getvalue()

@@ -6,9 +6,20 @@ from collections.abc import Mapping, Sequence
 
 from groundkit.contracts import Chunk
 from groundkit.evals.corpus import Category
-from groundkit.evals.metrics import first_gold_rank, mrr, ndcg_at_k, recall_at_k
+from groundkit.evals.metrics import (
+    Passage,
+    budget_hit,
+    context_chars_at_k,
+    first_gold_rank,
+    mrr,
+    ndcg_at_k,
+    recall_at_k,
+)
 from groundkit.evals.schema import QueryResult, StageResult
 from groundkit.evals.spans import ResolvedJudgment, relevant_chunk_ids
+
+BUDGET_CURVE = tuple(range(100, 4001, 100))
+"""Context budgets (characters) at which the budget plot samples hit rate."""
 
 
 def score_rankings(
@@ -16,24 +27,60 @@ def score_rankings(
     chunks: Sequence[Chunk],
     rankings: Mapping[str, Sequence[str]],
     ks: Sequence[int],
+    budgets: Sequence[int] = (),
 ) -> tuple[StageResult, dict[str, set[str]]]:
     """Score every judgment's ranking (chunk ids, best first).
 
     Returns the result and the derived qrels (answerable queries only).
     """
     qrels = relevant_chunk_ids((j for j in resolved if j.category is not Category.NO_ANSWER), chunks)
+    by_id = {c.chunk_id: c for c in chunks}
     results = []
     for judgment in resolved:
         ranking = list(rankings.get(judgment.query_id, ()))
         if judgment.category is Category.NO_ANSWER:
-            results.append(QueryResult(query_id=judgment.query_id, category=judgment.category,
+            results.append(QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
                                        retrieved=len(ranking), gold_chunks=0, first_gold_rank=None, metrics={}))
             continue
         gold = qrels[judgment.query_id]
+        passages = [_passage(by_id[c]) for c in ranking]
+        spans = [(s.document, s.start, s.end) for s in judgment.spans]
         metrics = {f"recall@{k}": recall_at_k(ranking, gold, k) for k in ks}
         metrics["mrr"] = mrr(ranking, gold)
         metrics.update({f"ndcg@{k}": ndcg_at_k(ranking, gold, k) for k in ks})
-        results.append(QueryResult(query_id=judgment.query_id, category=judgment.category,
+        metrics.update({f"chars@{k}": float(context_chars_at_k(passages, k)) for k in ks})
+        metrics.update({f"recall@{b}chars": budget_hit(passages, spans, b) for b in budgets})
+        results.append(QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
                                    retrieved=len(ranking), gold_chunks=len(gold),
                                    first_gold_rank=first_gold_rank(ranking, gold), metrics=metrics))
-    return StageResult(ks=list(ks), queries=results), qrels
+    return StageResult(ks=list(ks), budgets=list(budgets), queries=results), qrels
+
+
+def _passage(chunk: Chunk) -> Passage:
+    return (chunk.document, chunk.start_offset, chunk.end_offset)
+
+
+def hit_rate_curve(result: StageResult, depth: int) -> list[dict[str, object]]:
+    """Answerable hit rate at every k from 1 to ``depth``: one row per k, for the hit-rate plot."""
+    ranks = [q.first_gold_rank for q in result.queries if q.answerable]
+    if not ranks:
+        return []
+    return [{"k": k, "recall": sum(1 for r in ranks if r is not None and r <= k) / len(ranks)}
+            for k in range(1, depth + 1)]
+
+
+def budget_curve(
+    resolved: Sequence[ResolvedJudgment],
+    chunks: Sequence[Chunk],
+    rankings: Mapping[str, Sequence[str]],
+    budgets: Sequence[int] = BUDGET_CURVE,
+) -> list[dict[str, object]]:
+    """Answerable hit rate at each context budget: one row per budget, for the budget plot."""
+    by_id = {c.chunk_id: c for c in chunks}
+    answerable = [j for j in resolved if j.category is not Category.NO_ANSWER]
+    if not answerable:
+        return []
+    walks = [([_passage(by_id[c]) for c in rankings.get(j.query_id, ())],
+              [(s.document, s.start, s.end) for s in j.spans]) for j in answerable]
+    return [{"budget_chars": b, "recall": sum(budget_hit(p, g, b) for p, g in walks) / len(walks)}
+            for b in budgets]

@@ -53,6 +53,31 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
+REGRESSION_EXIT = 4
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from groundkit.evals.compare import compare, read_side, render_markdown, to_json
+
+    cwd = Path.cwd()
+    baseline = read_side(args.baseline, cwd=cwd, metrics_dir=args.metrics_dir)
+    candidate = read_side(args.candidate, cwd=cwd, metrics_dir=args.metrics_dir)
+    gate = [m.strip() for m in ",".join(args.metric).split(",") if m.strip()] if args.metric else None
+    result = compare(baseline, candidate, gate=gate, alpha=args.alpha, max_drop=args.max_drop)
+    if args.json:
+        print(json.dumps(to_json(result), indent=2, sort_keys=True))
+    else:
+        print(render_markdown(result, top=args.top), end="")
+    if args.fail_on_regression and result.regressions:
+        print(f"regression: {', '.join(result.regressions)} dropped significantly (p < {args.alpha}) by more "
+              f"than {args.max_drop}", file=sys.stderr)
+        return REGRESSION_EXIT
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="groundkit", description="Reproducible retrieval evaluation anchored on verbatim gold quotes."
@@ -76,6 +101,25 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a parameter")
     audit.add_argument("--out", default=None, help="write the full JSON report here")
     audit.set_defaults(handler=_cmd_audit)
+
+    cmp = commands.add_parser(
+        "compare", help="pair two runs query by query: deltas, 95%% CIs, p-values, moved queries, a verdict",
+        description="Each side is a git revision or DVC experiment name (its committed metrics/), or a folder "
+        "with per_query.csv and run.json (`groundkit run --out`, or a workspace's metrics/).",
+    )
+    cmp.add_argument("baseline", help="revision, experiment name or results folder")
+    cmp.add_argument("candidate", help="revision, experiment name or results folder")
+    cmp.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
+                     help="metrics the verdict and --fail-on-regression look at (default ndcg@10)")
+    cmp.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    cmp.add_argument("--max-drop", type=float, default=0.0,
+                     help="a significant drop no larger than this is tolerated (default 0)")
+    cmp.add_argument("--fail-on-regression", action="store_true",
+                     help=f"exit {REGRESSION_EXIT} if a --metric dropped significantly by more than --max-drop")
+    cmp.add_argument("--json", action="store_true", help="print the report as JSON")
+    cmp.add_argument("--top", type=int, default=15, help="queries listed per direction in Markdown (default 15)")
+    cmp.add_argument("--metrics-dir", default="metrics", help="where a revision keeps per_query.csv and run.json")
+    cmp.set_defaults(handler=_cmd_compare)
     return parser
 
 

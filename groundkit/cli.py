@@ -45,11 +45,25 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     # A label that no longer resolves is the first thing an audit must catch.
     resolve_judgments(judgments, {d.path: d for d in documents}, judgments_path=args.judgments,
                       corpus_root=args.corpus)
-    report = audit(documents, judgments)
+    report = audit(documents, judgments, params.tokenize)
     print(render_table(report))
     check_audit(report, params.audit, str(args.judgments))
     if args.out:
         atomic_write_text(Path(args.out), dumps_json(report.model_dump(mode="json")))
+    return 0
+
+
+def _cmd_import_beir(args: argparse.Namespace) -> int:
+    from groundkit.beir import import_beir
+
+    manifest = import_beir(args.dataset, args.out, split=args.split, drop_empty=args.drop_empty)
+    print(
+        f"{manifest['documents']} documents, {manifest['judgments']} judgments "
+        f"({manifest['relevant_pairs']} relevant documents) written to {args.out}"
+    )
+    if manifest["max_score"] > 1:
+        print(f"note: qrels are graded (up to {manifest['max_score']}); groundkit treats every score > 0 as "
+              "relevant", file=sys.stderr)
     return 0
 
 
@@ -76,6 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a parameter")
     audit.add_argument("--out", default=None, help="write the full JSON report here")
     audit.set_defaults(handler=_cmd_audit)
+
+    beir = commands.add_parser("import-beir", help="turn a BEIR dataset into a corpus folder and judgments")
+    beir.add_argument("dataset", help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/)")
+    beir.add_argument("--out", required=True, help="output folder: corpus/, judgments.jsonl, beir-import.json")
+    beir.add_argument("--split", default="test", help="qrels split to import (qrels/SPLIT.tsv; default test)")
+    beir.add_argument("--drop-empty", action="store_true",
+                      help="leave out documents with neither title nor text instead of failing")
+    beir.set_defaults(handler=_cmd_import_beir)
     return parser
 
 

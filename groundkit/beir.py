@@ -316,7 +316,7 @@ def import_beir(
         judgments = [
             _judgment(q, queries[q][0], relevant[q], queries_path, queries[q][1]) for q in sorted(relevant)
         ]
-        (tmp / JUDGMENTS).write_text("".join(j.to_json() + "\n" for j in judgments), encoding="utf-8")
+        (tmp / JUDGMENTS).write_text("".join(j.to_json() + "\n" for j in judgments), encoding="utf-8", newline="\n")
         manifest = {
             "format": FORMAT,
             "split": split,
@@ -334,5 +334,5 @@ def import_beir(
             "max_score": max_score,
             "queries_without_relevant": len(queries) - len(relevant),
         }
-        (tmp / MANIFEST).write_text(dumps_json(manifest), encoding="utf-8")
+        (tmp / MANIFEST).write_text(dumps_json(manifest), encoding="utf-8", newline="\n")
     return manifest

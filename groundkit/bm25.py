@@ -15,7 +15,8 @@ when it shares a token with the query.
 
 On disk an index is plain arrays and JSON, loaded without pickle, with a
 SHA-256 of every file in its manifest so a truncated or edited index is
-detected before it is used.
+detected before it is used. The manifest also records the tokenizer
+configuration, so a loaded index tokenizes queries the way its chunks were.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ when it shares a token with the query.
 
 On disk an index is plain arrays and JSON, loaded without pickle, with a
 SHA-256 of every file in its manifest so a truncated or edited index is
-detected before it is used.
+detected before it is used. The manifest also records the tokenizer
+configuration, so a loaded index tokenizes queries the way its chunks were.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ import numpy as np
 from groundkit.artifacts import atomic_directory, dumps_json
 from groundkit.contracts import Chunk
 from groundkit.errors import ArtifactError
-from groundkit.tokenizing import tokenize
+from groundkit.tokenizing import TokenizeParams, make_tokenizer
 
-FORMAT = "groundkit-bm25/1"
+# /2: the manifest records the tokenizer configuration (a mapping), not a fixed string.
+FORMAT = "groundkit-bm25/2"
 _ARRAYS = ("data", "indices", "indptr")
 
 
@@ -63,9 +65,12 @@ class BM25Index:
         indices: np.ndarray,
         indptr: np.ndarray,
         avg_tokens: float,
+        tokenizer: TokenizeParams | None = None,
     ) -> None:
         self.k1 = k1
         self.b = b
+        self.tokenizer = tokenizer or TokenizeParams()
+        self._tokenize = make_tokenizer(self.tokenizer)
         self.vocab = vocab
         self.rows = rows
         self._token_ids = {token: i for i, token in enumerate(vocab)}
@@ -81,8 +86,12 @@ class BM25Index:
         return len(self.rows)
 
     @classmethod
-    def build(cls, chunks: Sequence[Chunk], *, k1: float, b: float) -> BM25Index:
+    def build(
+        cls, chunks: Sequence[Chunk], *, k1: float, b: float, tokenizer: TokenizeParams | None = None
+    ) -> BM25Index:
         """Tokenize and index ``chunks``; their order is kept as the row order."""
+        tokenizer = tokenizer or TokenizeParams()
+        tokenize = make_tokenizer(tokenizer)
         tokens = [tokenize(chunk.text) for chunk in chunks]
         vocab = sorted({token for chunk_tokens in tokens for token in chunk_tokens})
         token_ids = {token: i for i, token in enumerate(vocab)}
@@ -107,11 +116,12 @@ class BM25Index:
             indices=np.ascontiguousarray(indices, dtype=np.int32),
             indptr=np.ascontiguousarray(indptr, dtype=np.int64),
             avg_tokens=total / len(chunks) if chunks else 0.0,
+            tokenizer=tokenizer,
         )
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every row for ``query`` (float32, zero where no token is shared)."""
-        ids = [self._token_ids[t] for t in tokenize(query) if t in self._token_ids]
+        ids = [self._token_ids[t] for t in self._tokenize(query) if t in self._token_ids]
         if not ids:
             return np.zeros(self.num_chunks, dtype=np.float32)
         return np.asarray(self._engine.get_scores_from_ids(ids), dtype=np.float32)
@@ -141,7 +151,7 @@ class BM25Index:
                 "k1": self.k1,
                 "b": self.b,
                 "method": "lucene",
-                "tokenizer": "lowercase \\w+",
+                "tokenizer": self.tokenizer.describe(),
                 "num_chunks": self.num_chunks,
                 "vocab_size": len(self.vocab),
                 "avg_chunk_tokens": self._avg_tokens,
@@ -162,6 +172,10 @@ class BM25Index:
             files = dict(manifest["files"])
             if manifest["format"] != FORMAT:
                 raise ArtifactError(manifest_path, f"unsupported index format {manifest['format']!r}", fix=fix)
+            recorded = dict(manifest["tokenizer"])
+            if recorded.pop("pattern", None) != TokenizeParams().describe()["pattern"]:
+                raise ValueError("unknown tokenizer pattern")
+            tokenizer = TokenizeParams.model_validate(recorded)
         except (ValueError, KeyError, TypeError):
             raise ArtifactError(manifest_path, "is not a valid index manifest (truncated or edited)", fix=fix) from None
         expected = {f"{name}.npy" for name in _ARRAYS} | {"vocab.json", "rows.json"}
@@ -193,6 +207,7 @@ class BM25Index:
             indices=arrays["indices"],
             indptr=arrays["indptr"],
             avg_tokens=float(manifest["avg_chunk_tokens"]),
+            tokenizer=tokenizer,
         )
 
 

@@ -45,7 +45,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     # A label that no longer resolves is the first thing an audit must catch.
     resolve_judgments(judgments, {d.path: d for d in documents}, judgments_path=args.judgments,
                       corpus_root=args.corpus)
-    report = audit(documents, judgments)
+    report = audit(documents, judgments, params.tokenize)
     print(render_table(report))
     check_audit(report, params.audit, str(args.judgments))
     if args.out:
@@ -75,6 +75,20 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"regression: {', '.join(result.regressions)} dropped significantly (p < {args.alpha}) by more "
               f"than {args.max_drop}", file=sys.stderr)
         return REGRESSION_EXIT
+    return 0
+
+
+def _cmd_import_beir(args: argparse.Namespace) -> int:
+    from groundkit.beir import import_beir
+
+    manifest = import_beir(args.dataset, args.out, split=args.split, drop_empty=args.drop_empty)
+    print(
+        f"{manifest['documents']} documents, {manifest['judgments']} judgments "
+        f"({manifest['relevant_pairs']} relevant documents) written to {args.out}"
+    )
+    if manifest["max_score"] > 1:
+        print(f"note: qrels are graded (up to {manifest['max_score']}); groundkit treats every score > 0 as "
+              "relevant", file=sys.stderr)
     return 0
 
 
@@ -120,6 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--top", type=int, default=15, help="queries listed per direction in Markdown (default 15)")
     cmp.add_argument("--metrics-dir", default="metrics", help="where a revision keeps per_query.csv and run.json")
     cmp.set_defaults(handler=_cmd_compare)
+
+    beir = commands.add_parser("import-beir", help="turn a BEIR dataset into a corpus folder and judgments")
+    beir.add_argument("dataset", help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/)")
+    beir.add_argument("--out", required=True, help="output folder: corpus/, judgments.jsonl, beir-import.json")
+    beir.add_argument("--split", default="test", help="qrels split to import (qrels/SPLIT.tsv; default test)")
+    beir.add_argument("--drop-empty", action="store_true",
+                      help="leave out documents with neither title nor text instead of failing")
+    beir.set_defaults(handler=_cmd_import_beir)
     return parser
 
 

@@ -9,7 +9,8 @@ and exits non-zero; tracebacks are shown only with ``--debug``.
     │   ├── ParamsError       params.yaml or a --set override
     │   ├── CorpusError       a document in the corpus
     │   ├── JudgmentsError    judgments.jsonl
-    │   └── SpanError         a gold quote that does not resolve exactly once
+    │   ├── SpanError         a gold quote that does not resolve exactly once
+    │   └── DatasetError      a BEIR dataset being imported (import-beir)
     └── ArtifactError         a build artifact is missing, truncated or edited by hand
 """
 
@@ -75,6 +76,10 @@ class JudgmentsError(InputError):
 
 class SpanError(InputError):
     """A gold quote resolves zero times or more than once in its document."""
+
+
+class DatasetError(InputError):
+    """A BEIR dataset given to ``groundkit import-beir`` is missing a file or holds a bad record."""
 
 
 class ArtifactError(InputError):

@@ -18,6 +18,7 @@ from groundkit._validation import describe
 from groundkit.chunking import ChunkParams
 from groundkit.errors import ParamsError
 from groundkit.evals.audit import AuditParams
+from groundkit.tokenizing import TokenizeParams
 
 
 class _Section(BaseModel):
@@ -86,6 +87,7 @@ class Params(_Section):
     corpus: CorpusParams = Field(default_factory=CorpusParams)
     chunk: ChunkParams = Field(default_factory=ChunkParams)
     bm25: BM25Params = Field(default_factory=BM25Params)
+    tokenize: TokenizeParams = Field(default_factory=TokenizeParams)
     retrieve: RetrieveParams = Field(default_factory=RetrieveParams)
     score: ScoreParams = Field(default_factory=ScoreParams)
     audit: AuditParams = Field(default_factory=AuditParams)
@@ -163,7 +165,7 @@ def validate_params(data: dict[str, Any], *, source: str | Path = "params.yaml")
         return Params.model_validate(data)
     except ValidationError as exc:
         key, problem = describe(exc)
-        fix = "remove or correct the key; known sections are corpus, chunk, bm25, retrieve, score, audit"
+        fix = "remove or correct the key; known sections are corpus, chunk, bm25, tokenize, retrieve, score, audit"
         if "depth" in problem:
             key = key or "retrieve.depth"
             fix = "raise retrieve.depth to at least max(score.ks) or lower the largest k"

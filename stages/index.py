@@ -16,7 +16,7 @@ def main(argv: list[str] | None) -> int:
     parser.add_argument("--out", required=True, help="index directory")
     args = parser.parse_args(argv)
     params = load_params(args.params)
-    built = pipeline.index(Path(args.chunks), params.bm25, Path(args.out))
+    built = pipeline.index(Path(args.chunks), params.bm25, Path(args.out), tokenizer=params.tokenize)
     print(f"index: {built.num_chunks} chunks, {len(built.vocab)} terms", file=sys.stderr)
     return 0
 

@@ -20,7 +20,8 @@ def main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     params = load_params(args.params)
     report = pipeline.validate_judgments(
-        Path(args.judgments), Path(args.corpus), params.audit, Path(args.out), Path(args.audit_out)
+        Path(args.judgments), Path(args.corpus), params.audit, Path(args.out), Path(args.audit_out),
+        tokenizer=params.tokenize,
     )
     print(render_table(report), file=sys.stderr)
     return 0

@@ -4,6 +4,7 @@ from groundkit.contracts import Document
 from groundkit.errors import JudgmentsError
 from groundkit.evals.audit import AuditParams, audit, check_audit
 from groundkit.evals.corpus import GoldSpan, Judgment
+from groundkit.tokenizing import TokenizeParams
 
 DOCS = [
     Document(path="a.md", text="snapshot isolation reads a consistent view"),
@@ -46,3 +47,22 @@ def test_trivial_share_over_limit_fails():
     check_audit(report, AuditParams(max_trivial_share=0.5), "j")
     with pytest.raises(JudgmentsError, match=r"50\.0% of answerable judgments are trivial"):
         check_audit(report, AuditParams(max_trivial_share=0.4), "j")
+
+
+def test_whole_document_gold_counts_its_document_as_gold():
+    whole = Judgment(query_id="q1", query="snapshot view", category="factoid",
+                     gold=[GoldSpan(document="a.md", whole_document=True)])
+    (row,) = audit(DOCS, [whole]).judgments
+    assert (row.competing_documents, row.rarest_token, row.trivial) == (2, "view", True)
+
+
+def test_audit_uses_the_index_tokenizer():
+    # "snapshots" shares no token with the corpus until it is stemmed to "snapshot".
+    query = [judgment("q9", "snapshots", category="no_answer")]
+    assert audit(DOCS, query).no_answer_leaks == []
+    stemmed = audit(DOCS, query, TokenizeParams(stemmer="english"))
+    assert stemmed.no_answer_leaks[0].tokens == {"snapshot": ["a.md", "b.md", "c.md"]}
+    # With stopwords dropped, "a" (only in a.md) no longer makes a.md compete for a b.md judgment.
+    assert audit(DOCS, [judgment("q2", "a thirty", "b.md")]).judgments[0].competing_documents == 1
+    assert audit(DOCS, [judgment("q2", "a thirty", "b.md")], TokenizeParams(stopwords="en")).judgments[
+        0].competing_documents == 0

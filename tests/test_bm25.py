@@ -1,5 +1,6 @@
 """BM25: a hand-worked example, an independent reference implementation, ordering and storage."""
 
+import json
 import math
 import random
 from collections import Counter
@@ -114,4 +115,36 @@ def test_truncated_or_edited_index_is_detected(tmp_path, victim):
     path = tmp_path / "index" / victim
     path.write_bytes(path.read_bytes()[:-3])
     with pytest.raises(ArtifactError, match="index"):
+        BM25Index.load(tmp_path / "index")
+
+
+def test_index_records_its_tokenizer_and_queries_are_tokenized_with_it(tmp_path):
+    from groundkit.tokenizing import TokenizeParams
+
+    chunks = make_chunks(["the replica runs", "a replicated log", "running backups"])
+    stemmed = TokenizeParams(stopwords="en", stemmer="english")
+    BM25Index.build(chunks, k1=1.2, b=0.75, tokenizer=stemmed).save(tmp_path / "index")
+    manifest = json.loads((tmp_path / "index" / "manifest.json").read_text())
+    assert manifest["tokenizer"] == {"pattern": "lowercase \\w+", "stemmer": "english", "stopwords": "en"}
+    loaded = BM25Index.load(tmp_path / "index")  # no params passed: the manifest decides
+    assert loaded.tokenizer == stemmed
+    assert "the" not in loaded.vocab and "run" in loaded.vocab and "runs" not in loaded.vocab
+    # "Run" stems to "run", shared by chunks 0 and 2; "the" was dropped, so it matches nothing.
+    assert [cid for cid, _ in loaded.search("Run", 10)] == [chunks[0].chunk_id, chunks[2].chunk_id]
+    assert loaded.search("the", 10) == []
+    bare = BM25Index.build(chunks, k1=1.2, b=0.75)
+    assert bare.search("Run", 10) == [] and len(bare.search("the", 10)) == 1
+
+
+def test_index_of_an_older_format_is_refused(tmp_path):
+    BM25Index.build(make_chunks(["a b"]), k1=1.2, b=0.75).save(tmp_path / "index")
+    path = tmp_path / "index" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["format"], manifest["tokenizer"] = "groundkit-bm25/1", "lowercase \\w+"
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(ArtifactError, match="unsupported index format 'groundkit-bm25/1'"):
+        BM25Index.load(tmp_path / "index")
+    manifest["format"], manifest["tokenizer"] = "groundkit-bm25/2", {"pattern": "lowercase \\w+", "stemmer": "x"}
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(ArtifactError, match="not a valid index manifest"):
         BM25Index.load(tmp_path / "index")

@@ -42,6 +42,14 @@ def test_loads_in_file_order_skipping_blank_lines(tmp_path):
         ([json.dumps(GOOD), json.dumps(GOOD)], 2, "duplicate query_id 'q1' (first used on line 1)"),
         ([json.dumps(NO_ANSWER), json.dumps(GOOD)], 2, "ids must be in ascending order"),
         ([json.dumps(GOOD | {"query_id": "q 1"})], 1, "query_id must start"),
+        ([json.dumps(GOOD | {"gold": [{"document": "a.md"}]})], 1, 'needs a quote (a verbatim passage of the'),
+        ([json.dumps(GOOD | {"gold": [{"document": "a.md", "quote": None}]})], 1, "quote is null"),
+        ([json.dumps(GOOD | {"gold": [{"document": "a.md", "whole_document": False}]})], 1, "needs a quote"),
+        ([json.dumps(GOOD | {"gold": [{"document": "a.md", "quote": "x", "whole_document": True}]})], 1,
+         "not both"),
+        ([json.dumps(GOOD | {"gold": [{"document": "a.md", "whole_document": "yes"}]})], 1,
+         "key 'gold.0.whole_document'"),
+        ([json.dumps(GOOD | {"gold": [{"document": "", "whole_document": True}]})], 1, "key 'gold.0.document'"),
     ],
 )
 def test_malformed_lines_are_reported_with_their_line(tmp_path, lines, line, message):
@@ -51,6 +59,14 @@ def test_malformed_lines_are_reported_with_their_line(tmp_path, lines, line, mes
     assert info.value.line == line
     assert message in str(info.value)
     assert str(path) in str(info.value)
+
+
+def test_whole_document_gold_loads_and_writes_back_as_written(tmp_path):
+    line = json.dumps(GOOD | {"gold": [{"document": "a.md", "whole_document": True}, GOOD["gold"][0]]},
+                      sort_keys=True)
+    (judgment,) = load_judgments(write(tmp_path, [line]))
+    assert [(g.quote, g.whole_document) for g in judgment.gold] == [(None, True), ("a lease is", False)]
+    assert judgment.to_json() == line
 
 
 def test_blank_file_is_an_error(tmp_path):

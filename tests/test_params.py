@@ -28,6 +28,9 @@ def test_defaults_and_overrides(tmp_path):
         ("retrieve:\n  depth: 5\n", "retrieve.depth", "smaller than the largest k"),
         ("chunk:\n  sise: 400\n", "chunk.sise", "not a known field"),
         ("chunkk:\n  size: 400\n", "chunkk", "not a known field"),
+        ("tokenize:\n  stemmer: klingon\n", "tokenize.stemmer", "unknown stemmer; use none or one of"),
+        ("tokenize:\n  stopwords: fr\n", "tokenize.stopwords", "Input should be 'none' or 'en'"),
+        ("tokenize:\n  lowercase: false\n", "tokenize.lowercase", "not a known field"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path, text, key, fragment):

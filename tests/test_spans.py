@@ -27,6 +27,19 @@ def test_resolves_to_half_open_character_span():
     assert DOC.text[span.start : span.end] == "lasts 6 seconds"
 
 
+def test_whole_document_span_covers_the_text_and_every_chunk_of_it():
+    j = Judgment(query_id="q7", query="q", category="factoid", gold=[GoldSpan(document="a.md", whole_document=True)])
+    span = resolve_gold_span(j, j.gold[0], DOC)
+    assert (span.quote, span.start, span.end) == (None, 0, len(DOC.text))
+    other = Document(path="b.md", text="The lease lasts 6 seconds.\n")
+    chunks = [Chunk(document="a.md", start_offset=0, end_offset=26, text=DOC.text[:26]),
+              Chunk(document="a.md", start_offset=27, end_offset=51, text=DOC.text[27:51]),
+              Chunk(document="a.md", start_offset=52, end_offset=72, text=DOC.text[52:72]),
+              Chunk(document="b.md", start_offset=0, end_offset=26, text=other.text[:26])]
+    (resolved,) = resolve_judgments([j], {"a.md": DOC, "b.md": other})
+    assert relevant_chunk_ids([resolved], chunks) == {"q7": {c.chunk_id for c in chunks[:3]}}
+
+
 def test_zero_matches_names_judgment_and_document():
     j = judgment("lasts 7 seconds")
     with pytest.raises(SpanError, match=r"judgment 'q7', document 'a.md': quote not found"):

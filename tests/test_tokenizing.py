@@ -1,4 +1,6 @@
-from groundkit.tokenizing import tokenize
+import pytest
+
+from groundkit.tokenizing import TokenizeParams, make_tokenizer, tokenize
 
 
 def test_lowercases_and_splits_on_non_word_characters():
@@ -15,3 +17,40 @@ def test_no_stopwords_removed():
 
 def test_punctuation_only_text_has_no_tokens():
     assert tokenize("--- !!! ...") == []
+
+
+def test_default_params_give_the_bare_tokenizer_itself():
+    assert make_tokenizer(TokenizeParams()) is tokenize
+    assert make_tokenizer(None) is tokenize
+
+
+def test_english_stopwords_are_lucenes_33():
+    # Lucene's EnglishAnalyzer stop set, as bm25s ships it: "what" and "how" are not in it.
+    drop = make_tokenizer(TokenizeParams(stopwords="en"))
+    assert drop("What is the state of THE art, and how is it measured?") == [
+        "what", "state", "art", "how", "measured"]
+
+
+@pytest.mark.parametrize(
+    ("stemmer", "expected"),
+    [
+        # Porter2 ("english") and the original Porter algorithm differ on "generously" and "fairly".
+        ("english", ["run", "run", "generous", "fair", "isol", "replica"]),
+        ("porter", ["run", "run", "gener", "fairli", "isol", "replica"]),
+    ],
+)
+def test_snowball_stemmers(stemmer, expected):
+    stem = make_tokenizer(TokenizeParams(stemmer=stemmer))
+    assert stem("Running runs generously fairly isolation replicas") == expected
+
+
+def test_stopwords_are_removed_before_stemming():
+    # Stemming first would turn "this" into "thi", which is not a stopword and would survive.
+    both = make_tokenizer(TokenizeParams(stopwords="en", stemmer="porter"))
+    assert make_tokenizer(TokenizeParams(stemmer="porter"))("this was") == ["thi", "wa"]
+    assert both("this was replicated") == ["replic"]
+
+
+def test_unknown_stemmer_is_rejected():
+    with pytest.raises(ValueError, match="unknown stemmer"):
+        TokenizeParams(stemmer="klingon")

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from groundkit.contracts import Document
 from groundkit.errors import JudgmentsError
 from groundkit.evals.corpus import Category, Judgment
-from groundkit.tokenizing import tokenize
+from groundkit.tokenizing import TokenizeParams, make_tokenizer
 
 
 class AuditParams(BaseModel):
@@ -72,8 +72,16 @@ class AuditReport(BaseModel):
     judgments: list[JudgmentAudit]
 
 
-def audit(documents: Sequence[Document], judgments: Sequence[Judgment]) -> AuditReport:
-    """Audit ``judgments`` against ``documents`` (no_answer leaks included, nothing raised)."""
+def audit(
+    documents: Sequence[Document], judgments: Sequence[Judgment], tokenizer: TokenizeParams | None = None
+) -> AuditReport:
+    """Audit ``judgments`` against ``documents`` (no_answer leaks included, nothing raised).
+
+    ``tokenizer`` must be the index's: a stemmer can make a no_answer query
+    share a token with the corpus, and stopwords can remove the only one.
+    A whole-document gold span counts the same as a quote: its document is gold.
+    """
+    tokenize = make_tokenizer(tokenizer)
     postings: dict[str, set[str]] = {}
     for document in documents:
         for token in set(tokenize(document.text)):

@@ -36,21 +36,42 @@ class Category(StrEnum):
 
 
 class GoldSpan(BaseModel):
-    """A verbatim quote from one document that answers (part of) the query."""
+    """What answers (part of) the query: a verbatim quote from one document, or the whole document.
+
+    ``{"document": "a.md", "quote": "..."}`` is the usual, quote-anchored form.
+    ``{"document": "a.md", "whole_document": true}`` marks the whole document
+    relevant, as document-level collections (BEIR, TREC) judge; every chunk of
+    it is then gold. The whole-document form must be asked for explicitly, so a
+    forgotten quote is still an error rather than a much wider label.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     document: str = Field(min_length=1)
-    quote: str
+    quote: str | None = None
+    whole_document: bool = False
 
     @field_validator("quote")
     @classmethod
-    def _quote_is_clean(cls, quote: str) -> str:
+    def _quote_is_clean(cls, quote: str | None) -> str | None:
+        if quote is None:
+            raise ValueError('quote is null; write the quote, or omit it and set "whole_document": true')
         if not quote.strip():
             raise ValueError("quote is empty; copy a short verbatim passage from the document")
         if quote != quote.strip():
             raise ValueError("quote has leading or trailing whitespace; trim it")
         return quote
+
+    @model_validator(mode="after")
+    def _quote_or_whole_document(self) -> GoldSpan:
+        if self.whole_document and self.quote is not None:
+            raise ValueError('a gold span has either a quote or "whole_document": true, not both')
+        if not self.whole_document and self.quote is None:
+            raise ValueError(
+                'a gold span needs a quote (a verbatim passage of the document), or "whole_document": true '
+                "to mark the whole document relevant"
+            )
+        return self
 
 
 class Judgment(BaseModel):
@@ -107,8 +128,14 @@ class Judgment(BaseModel):
         return self
 
     def to_json(self) -> str:
-        """Canonical one-line JSON (sorted keys), as written to build/judgments.jsonl."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        """Canonical one-line JSON (sorted keys), in the form judgments.jsonl is written.
+
+        A gold span's unset field (``quote`` of a whole-document span,
+        ``whole_document`` of a quote) is left out, as a person would write it.
+        """
+        record = self.model_dump(mode="json")
+        record["gold"] = [g.model_dump(mode="json", exclude_defaults=True) for g in self.gold]
+        return json.dumps(record, sort_keys=True, ensure_ascii=False)
 
 
 _JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
@@ -143,7 +170,10 @@ def parse_judgment(path: Path, line_number: int, line: str) -> Judgment:
 
 def _fix_for(key: str) -> str:
     if key.startswith("gold"):
-        return 'gold is a list of {"document": "<corpus-relative path>", "quote": "<verbatim text>"}'
+        return (
+            'gold is a list of {"document": "<corpus-relative path>", "quote": "<verbatim text>"} '
+            '(or {"document": ..., "whole_document": true})'
+        )
     return "fields are query_id, query, category and gold; see evals/README.md"
 
 

@@ -32,14 +32,21 @@ from groundkit.evals.scoring import budget_curve, hit_rate_curve, score_rankings
 from groundkit.evals.spans import ResolvedJudgment, resolve_judgments
 from groundkit.evals.trec import qrels_lines, read_run, run_lines
 from groundkit.params import BM25Params, Params, RetrieveParams
+from groundkit.tokenizing import TokenizeParams
 
 
 def validate_judgments(
-    judgments: Path, corpus_root: Path, params: AuditParams, out_validation: Path, out_audit: Path
+    judgments: Path,
+    corpus_root: Path,
+    params: AuditParams,
+    out_validation: Path,
+    out_audit: Path,
+    *,
+    tokenizer: TokenizeParams | None = None,
 ) -> AuditReport:
-    """Check the judgments file, audit it against the corpus, and record the input hashes."""
+    """Check the judgments file, audit it against the corpus (with the index's tokenizer), record the hashes."""
     loaded = load_judgments(judgments)
-    report = audit(load_corpus(corpus_root), loaded)
+    report = audit(load_corpus(corpus_root), loaded, tokenizer)
     check_audit(report, params, str(judgments))
     counts = {c.value: sum(1 for j in loaded if j.category is c) for c in Category}
     validation = {
@@ -73,9 +80,11 @@ def chunk(documents: Path, params: ChunkParams, out_chunks: Path) -> list[Chunk]
     return chunks
 
 
-def index(chunks: Path, params: BM25Params, out_index: Path) -> BM25Index:
-    """Build and save the BM25 index over the chunks."""
-    built = BM25Index.build(read_models(chunks, Chunk, producer="chunk"), k1=params.k1, b=params.b)
+def index(chunks: Path, params: BM25Params, out_index: Path, *, tokenizer: TokenizeParams | None = None) -> BM25Index:
+    """Build and save the BM25 index over the chunks; the manifest records the tokenizer."""
+    built = BM25Index.build(
+        read_models(chunks, Chunk, producer="chunk"), k1=params.k1, b=params.b, tokenizer=tokenizer
+    )
     built.save(out_index)
     return built
 

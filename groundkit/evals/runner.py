@@ -46,10 +46,11 @@ def run(corpus: str | Path, judgments: str | Path, params: Params, out: str | Pa
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".groundkit-run-", dir=out.parent) as scratch:
         work = Path(scratch)
-        pipeline.validate_judgments(judgments, corpus, params.audit, work / "validation.json", work / "audit.json")
+        pipeline.validate_judgments(judgments, corpus, params.audit, work / "validation.json", work / "audit.json",
+                                    tokenizer=params.tokenize)
         pipeline.resolve_spans(corpus, judgments, work / "documents.jsonl", work / "gold_spans.jsonl")
         pipeline.chunk(work / "documents.jsonl", params.chunk, work / "chunks.jsonl")
-        pipeline.index(work / "chunks.jsonl", params.bm25, work / "index")
+        pipeline.index(work / "chunks.jsonl", params.bm25, work / "index", tokenizer=params.tokenize)
         pipeline.retrieve(work / "index", work / "gold_spans.jsonl", params.retrieve, work / "run.trec")
         summary = pipeline.score(
             work / "gold_spans.jsonl",

@@ -4,6 +4,8 @@ A quote must occur exactly once in its document's current text. Zero and
 several matches are both errors: the first means the label broke (the
 document was edited, or the quote is not verbatim), the second means the
 label is ambiguous. Both fail the run before any chunking or indexing.
+A whole-document gold span resolves to ``[0, len(text))``, so every chunk
+of its document is relevant.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ from groundkit.evals.corpus import Category, GoldSpan, Judgment
 
 
 class ResolvedSpan(BaseModel):
-    """A gold quote located as ``[start, end)`` in its document's text."""
+    """A gold quote located as ``[start, end)`` in its document's text; ``quote`` is None for a whole document."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     document: str
-    quote: str
+    quote: str | None
     start: int
     end: int
 
@@ -97,6 +99,8 @@ def resolve_gold_span(
     Raises:
         SpanError: the quote occurs zero times or more than once.
     """
+    if gold.quote is None:
+        return ResolvedSpan(document=gold.document, quote=None, start=0, end=len(document.text))
     quote, text = gold.quote, document.text
     where = f"judgment {judgment.query_id!r}, document {gold.document!r}"
     if len(quote) > len(text):

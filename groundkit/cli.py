@@ -78,6 +78,20 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sweep_plot(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from groundkit.evals.sweep import sweep_table
+
+    params = [p.strip() for p in ",".join(args.param).split(",") if p.strip()] or ["chunk.size", "chunk.overlap"]
+    metrics = [m.strip() for m in ",".join(args.metric).split(",") if m.strip()] or [
+        "recall@1", "recall@10", "ndcg@10", "chars@10", "recall@1000chars"]
+    print(sweep_table(Path.cwd(), params, Path(args.out), metrics), end="")
+    print(f"\nwritten to {args.out}; draw it with:\n  dvc plots show {args.out} -x {params[0]} -y {metrics[-1]} "
+          "--template simple", file=sys.stderr)
+    return 0
+
+
 def _cmd_import_beir(args: argparse.Namespace) -> int:
     from groundkit.beir import import_beir
 
@@ -134,6 +148,16 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--top", type=int, default=15, help="queries listed per direction in Markdown (default 15)")
     cmp.add_argument("--metrics-dir", default="metrics", help="where a revision keeps per_query.csv and run.json")
     cmp.set_defaults(handler=_cmd_compare)
+
+    sweep = commands.add_parser(
+        "sweep-plot", help="one row per DVC experiment (params against metrics) as CSV for `dvc plots show`")
+    sweep.add_argument("--param", action="append", default=[], metavar="KEY[,KEY]",
+                       help="params.yaml keys to tabulate, the first is the x axis (default chunk.size,chunk.overlap)")
+    sweep.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
+                       help="answerable metrics to tabulate (default recall@1, recall@10, ndcg@10, chars@10, "
+                       "recall@1000chars)")
+    sweep.add_argument("--out", default="build/sweep.csv", help="CSV to write (default build/sweep.csv)")
+    sweep.set_defaults(handler=_cmd_sweep_plot)
 
     beir = commands.add_parser("import-beir", help="turn a BEIR dataset into a corpus folder and judgments")
     beir.add_argument("dataset", help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/)")

@@ -72,3 +72,13 @@ def test_budget_hit_rate_by_hand():
     metrics = result.queries[0].metrics
     # 11: B only. 17: B + A[0:6) ends just before "beta". 18: A[0:7) reaches its first character.
     assert [metrics[f"recall@{b}chars"] for b in budgets] == [0.0, 0.0, 1.0]
+
+
+def test_hit_rate_curve_by_hand():
+    from groundkit.evals.scoring import hit_rate_curve
+
+    judgments = [resolved("q1", "factoid", [(6, 10)]), resolved("q2", "factoid", [(23, 30)]),
+                 resolved("q4", "no_answer", [])]
+    result, _ = score_rankings(judgments, CHUNKS, {"q1": [B, A], "q2": [], "q4": [C]}, [1])
+    # q1 first hits at rank 2, q2 never: hit rate 0, then 1/2 from k = 2 on; no_answer is left out.
+    assert hit_rate_curve(result, 3) == [{"k": 1, "recall": 0.0}, {"k": 2, "recall": 0.5}, {"k": 3, "recall": 0.5}]

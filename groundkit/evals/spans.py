@@ -36,7 +36,11 @@ class ResolvedSpan(BaseModel):
     @model_validator(mode="after")
     def _span_fits_quote(self) -> ResolvedSpan:
         # A hand-edited offset in gold_spans.jsonl would silently move relevance; the length catches most edits.
-        if self.start < 0 or self.end - self.start != len(self.quote):
+        if self.quote is None:
+            if self.start != 0 or self.end <= 0:
+                raise ValueError(f"a whole-document span must start at 0 and be non-empty, not [{self.start}, "
+                                 f"{self.end})")
+        elif self.start < 0 or self.end - self.start != len(self.quote):
             raise ValueError(f"span [{self.start}, {self.end}) is not as long as its quote ({len(self.quote)})")
         return self
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from groundkit.chunking import ChunkParams, chunk_documents
 from groundkit.documents import load_corpus
 from groundkit.errors import RunFileError
 from groundkit.evals.corpus import load_judgments
 from groundkit.evals.external import read_external_run
 from groundkit.evals.scoring import score_passages, score_rankings
 from groundkit.evals.spans import resolve_judgments
-from groundkit.chunking import ChunkParams, chunk_documents
 from tests.dvc_helpers import env
 
 QUERIES = ["q1", "q2", "q3", "q4"]
@@ -85,7 +85,7 @@ def test_external_run_scored_by_hand(tiny_corpus, tmp_path, by):
 
 def test_chunks_given_as_an_external_run_score_like_groundkit(tiny_corpus):
     """Hit rate and MRR of a run do not depend on whether groundkit or another system made the passages."""
-    corpus, documents, resolved = _load(tiny_corpus)
+    _corpus, documents, resolved = _load(tiny_corpus)
     chunks = chunk_documents(documents.values(), ChunkParams(size=40))
     # A fixed, arbitrary ranking: every chunk, in reverse corpus order, for every query but q4.
     ranking = list(reversed(chunks))
@@ -145,7 +145,7 @@ BAD_LINES = {
 
 @pytest.mark.parametrize("case", sorted(BAD_LINES))
 def test_bad_line_names_file_and_line(tiny_corpus, tmp_path, case):
-    corpus, documents, _ = _load(tiny_corpus)
+    _corpus, documents, _ = _load(tiny_corpus)
     line, fragment = BAD_LINES[case]
     path = tmp_path / "run.jsonl"
     path.write_text(f"{GOOD}\n{line}\n", encoding="utf-8")

@@ -127,9 +127,16 @@ class CheckedRetriever:
 
     def search(self, query: str, depth: int) -> Ranking:
         try:
-            results = list(self._inner.search(query, depth))
+            returned = self._inner.search(query, depth)
+        except Exception as exc:
+            # The user's code failed, not groundkit's: say so; --debug shows their traceback (chained).
+            raise RetrieverError("params.yaml", f"retriever {self.spec!r}: search({query!r}, {depth}) raised "
+                                 f"{type(exc).__name__}: {exc}", key="retrieve.retriever",
+                                 fix="fix the retriever; re-run with --debug for its traceback") from exc
+        try:
+            results = list(returned)
         except TypeError:
-            self._fail("search(query, depth) did not return a list of (chunk_id, score) pairs")
+            self._fail(f"search(query, depth) returned {type(returned).__name__}, not a list of (chunk_id, score)")
             raise  # unreachable: _fail raises
         if len(results) > depth:
             self._fail(f"returned {len(results)} results for depth {depth}")
@@ -169,5 +176,11 @@ def build_retriever(params: Params, chunks: Sequence[Chunk], index_dir: Path, em
         return HybridRetriever(chunks, BM25Index.load(index_dir), dense, params.hybrid.rrf_k)
     if name.startswith("python:"):
         factory = load_factory(name)
-        return CheckedRetriever(name, factory(list(chunks), dict(params.retrieve.options)), chunks)
+        try:
+            built = factory(list(chunks), dict(params.retrieve.options))
+        except Exception as exc:
+            raise RetrieverError("params.yaml", f"retriever {name!r}: the factory raised {type(exc).__name__}: {exc}",
+                                 key="retrieve.retriever",
+                                 fix="fix the factory; re-run with --debug for its traceback") from exc
+        return CheckedRetriever(name, built, chunks)
     raise ValueError(f"{name!r} is not a retriever that searches chunks")

@@ -17,6 +17,10 @@ class WordCount:
         self.misbehave = options.get("misbehave", "")
 
     def search(self, query, depth):
+        if self.misbehave == "raises":
+            raise KeyError("index not built")
+        if self.misbehave == "not a list":
+            return 42
         hits = [(c.chunk_id, float(c.text.lower().count(self.word))) for c in self.chunks]
         hits = [h for h in hits if h[1] > 0]
         # Deliberately worst-first: groundkit must impose its own order.
@@ -41,3 +45,7 @@ def make(chunks, options):
 
 def no_search(chunks, options):
     return object()
+
+
+def broken_factory(chunks, options):
+    raise ValueError("no GPU here")

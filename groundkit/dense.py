@@ -97,8 +97,8 @@ def model_fingerprint(model_dir: Path) -> str:
 
 
 def _torch_stack() -> tuple[Any, Any]:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ["HF_HUB_OFFLINE"] = "1"  # the model is a local folder: never ask a hub
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
     try:
         import torch
         import transformers

@@ -18,7 +18,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from groundkit.evals.runner import run
     from groundkit.params import load_params
 
-    params = load_params(args.params, args.set)
+    overrides = list(args.set)
+    if getattr(args, "run_file", None) is not None:
+        # score-run is `run` with the retrieve stage reading the given file: one code path for both.
+        overrides += ["retrieve.retriever=external", f"retrieve.run={args.run_file}"]
+    params = load_params(args.params, overrides)
     summary = run(args.corpus, args.judgments, params, args.out)
     answerable: dict[str, Any] = summary["answerable"]  # type: ignore[assignment]
     no_answer: dict[str, Any] = summary["no_answer"]  # type: ignore[assignment]
@@ -121,6 +125,20 @@ def build_parser() -> argparse.ArgumentParser:
                      help="override a parameter, e.g. --set chunk.size=400 (repeatable)")
     run.add_argument("--out", required=True, help="output directory for the artifacts")
     run.set_defaults(handler=_cmd_run)
+
+    score_run = commands.add_parser(
+        "score-run", help="score a run produced by another system (JSONL of ranked passages) into --out",
+        description="Score an external run: one JSON object per line with query_id, rank, document and either "
+                    "start/end character offsets or the passage text (see examples/README.md).",
+    )
+    score_run.add_argument("run_file", metavar="RUN.jsonl", help="the external run")
+    score_run.add_argument("--corpus", required=True, help="directory of documents")
+    score_run.add_argument("--judgments", required=True, help="judgments JSONL file")
+    score_run.add_argument("--params", default=None, help="params.yaml (for score.ks and retrieve.depth)")
+    score_run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                           help="override a parameter, e.g. --set score.ks=[1,5] (repeatable)")
+    score_run.add_argument("--out", required=True, help="output directory for the artifacts")
+    score_run.set_defaults(handler=_cmd_run)
 
     audit = commands.add_parser("audit", help="measure whether the corpus can tell retrievers apart")
     audit.add_argument("--corpus", required=True, help="directory of documents")

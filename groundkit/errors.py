@@ -10,8 +10,11 @@ and exits non-zero; tracebacks are shown only with ``--debug``.
     │   ├── CorpusError       a document in the corpus
     │   ├── JudgmentsError    judgments.jsonl
     │   ├── SpanError         a gold quote that does not resolve exactly once
-    │   └── DatasetError      a BEIR dataset being imported (import-beir)
-    └── ArtifactError         a build artifact is missing, truncated or edited by hand
+    │   ├── DatasetError      a BEIR dataset being imported (import-beir)
+    │   ├── ArtifactError     a build artifact is missing, truncated or edited by hand
+    │   ├── RunFileError      an external run file (JSONL) handed to score-run
+    │   └── RetrieverError    a python: retriever that breaks its contract
+    └── DependencyError       an optional extra (e.g. dense) is not installed
 """
 
 from __future__ import annotations
@@ -84,3 +87,15 @@ class DatasetError(InputError):
 
 class ArtifactError(InputError):
     """A build artifact is missing, truncated, or was edited after it was written."""
+
+
+class RunFileError(InputError):
+    """An external run file has a bad line: JSON, fields, ranks, documents, offsets or text."""
+
+
+class RetrieverError(InputError):
+    """A ``python:`` retriever cannot be loaded or returned something outside its contract."""
+
+
+class DependencyError(GroundkitError):
+    """An optional dependency is missing; the message says which extra to install."""

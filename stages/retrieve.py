@@ -1,4 +1,4 @@
-"""DVC stage retrieve: rank chunks for every judgment's query and write a TREC run."""
+"""DVC stage retrieve: rank chunks for every judgment's query (or read an external run) and write a TREC run."""
 
 import argparse
 import sys
@@ -12,14 +12,25 @@ from groundkit.params import load_params
 def main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--params", required=True)
+    parser.add_argument("--chunks", required=True)
+    parser.add_argument("--documents", required=True, help="documents.jsonl (an external run's text is located there)")
     parser.add_argument("--index", required=True)
+    parser.add_argument("--embeddings", required=True)
     parser.add_argument("--spans", required=True, help="gold_spans.jsonl (holds the queries)")
+    parser.add_argument("--run", required=True, help="the external run (read only when retrieve.retriever is external)")
     parser.add_argument("--out", required=True, help="TREC run file")
+    parser.add_argument("--passages-out", required=True, help="an external run's passages (JSONL)")
     args = parser.parse_args(argv)
     params = load_params(args.params)
-    rankings = pipeline.retrieve(Path(args.index), Path(args.spans), params.retrieve, Path(args.out))
+    if params.retrieve.retriever == "external":
+        # dvc.yaml passes ${retrieve.run}; the params model reads the same key, so they cannot disagree.
+        params = load_params(args.params, [f"retrieve.run={args.run}"])
+    rankings = pipeline.retrieve(
+        Path(args.chunks), Path(args.documents), Path(args.index), Path(args.embeddings), Path(args.spans), params,
+        out_run=Path(args.out), out_passages=Path(args.passages_out),
+    )
     empty = sum(1 for r in rankings.values() if not r)
-    print(f"retrieve: {len(rankings)} queries, {empty} with no result", file=sys.stderr)
+    print(f"retrieve ({params.retrieve.retriever}): {len(rankings)} queries, {empty} with no result", file=sys.stderr)
     return 0
 
 

@@ -15,6 +15,7 @@ def main(argv: list[str] | None) -> int:
     parser.add_argument("--spans", required=True)
     parser.add_argument("--chunks", required=True)
     parser.add_argument("--run", required=True)
+    parser.add_argument("--passages", required=True, help="an external run's passages (from the retrieve stage)")
     parser.add_argument("--validation", required=True)
     parser.add_argument("--qrels-out", required=True)
     parser.add_argument("--metrics-out", required=True)
@@ -27,6 +28,7 @@ def main(argv: list[str] | None) -> int:
         Path(args.spans),
         Path(args.chunks),
         Path(args.run),
+        Path(args.passages),
         Path(args.validation),
         params,
         out_qrels=Path(args.qrels_out),

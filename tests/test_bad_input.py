@@ -194,7 +194,7 @@ ARTIFACT_CASES: dict[str, tuple[Callable[[Path], None], str, str, str]] = {
         _edit_line("build/run.trec", lambda line: line.replace(line.split(" ")[2], "0" * 16), forge_seal=True),
         "score", "build/run.trec:1", "not in chunks.jsonl"),
     "run score set to nan, seal forged": (_edit_line("build/run.trec", _run_score_forged, forge_seal=True),
-                                          "score", "build/run.trec:1", "not above zero"),
+                                          "score", "build/run.trec:1", "not a finite number"),
 }
 
 

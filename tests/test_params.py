@@ -31,6 +31,11 @@ def test_defaults_and_overrides(tmp_path):
         ("tokenize:\n  stemmer: klingon\n", "tokenize.stemmer", "unknown stemmer; use none or one of"),
         ("tokenize:\n  stopwords: fr\n", "tokenize.stopwords", "Input should be 'none' or 'en'"),
         ("tokenize:\n  lowercase: false\n", "tokenize.lowercase", "not a known field"),
+        ("retrieve:\n  retriever: splade\n", "retrieve.retriever", "unknown retriever"),
+        ("retrieve:\n  retriever: python:mymodule\n", "retrieve.retriever", "python:MODULE:FACTORY"),
+        ("retrieve:\n  retriever: external\n", "retrieve", "needs retrieve.run"),
+        ("dense:\n  batch_size: 0\n", "dense.batch_size", "greater than 0"),
+        ("hybrid:\n  rrf_k: -1\n", "hybrid.rrf_k", "greater than or equal to 0"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path, text, key, fragment):
@@ -44,3 +49,17 @@ def test_yaml_syntax_error_names_the_line(tmp_path):
     with pytest.raises(ParamsError) as info:
         load_params(write(tmp_path, "chunk:\n  size: 400\n bad: [\n"))
     assert info.value.line is not None
+
+
+def test_result_params_keep_only_what_the_retriever_reads():
+    bm25 = load_params(None).result_params()
+    assert sorted(bm25) == ["bm25", "chunk", "retrieve", "score"]
+    assert bm25["retrieve"] == {"depth": 100, "retriever": "bm25"}
+    dense = load_params(None, ["retrieve.retriever=dense"]).result_params()
+    assert sorted(dense) == ["chunk", "dense", "retrieve", "score"]
+    hybrid = load_params(None, ["retrieve.retriever=hybrid"]).result_params()
+    assert sorted(hybrid) == ["bm25", "chunk", "dense", "hybrid", "retrieve", "score"]
+    external = load_params(None, ["retrieve.retriever=external", "retrieve.run=/abs/run.jsonl"]).result_params()
+    assert external == {"retrieve": {"depth": 100, "retriever": "external"}, "score": {"ks": [1, 3, 5, 10]}}
+    custom = load_params(None, ["retrieve.retriever=python:m:f", "retrieve.options={a: 1}"]).result_params()
+    assert custom["retrieve"]["options"] == {"a": 1}

@@ -14,7 +14,7 @@ from tests.dvc_helpers import clone_working_tree, repro, run, tree_digest
 
 pytestmark = pytest.mark.integration
 
-ALL_STAGES = {"validate-judgments", "resolve-spans", "chunk", "index", "retrieve", "score"}
+ALL_STAGES = {"validate-judgments", "resolve-spans", "chunk", "index", "embed", "retrieve", "score"}
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,28 @@ def test_caching_rules(tmp_path_factory):
     judgments.write_text("".join(lines))
     ran = repro(repo)[0]
     assert {"validate-judgments", "resolve-spans", "retrieve", "score"} <= ran
-    assert not ran & {"chunk", "index"}
+    assert not ran & {"chunk", "index", "embed"}
+
+
+def test_external_run_through_dvc_equals_score_run(tmp_path_factory, tmp_path):
+    """retrieve.retriever=external makes the retrieve stage read the run; the numbers equal `groundkit score-run`."""
+    repo = clone_working_tree(tmp_path_factory.mktemp("external") / "repo")
+    assert repro(repo)[0] == ALL_STAGES
+    _edit_params(repo, "retrieve", "retriever", "external")
+    assert repro(repo)[0] == {"embed", "retrieve", "score"}
+    out = tmp_path / "out"
+    run(["groundkit", "score-run", "examples/runs/langchain_example.jsonl", "--corpus", "evals/corpus",
+         "--judgments", "evals/judgments.jsonl", "--params", "params.yaml", "--out", str(out)], repo)
+    for name in ("metrics.json", "per_query.csv", "run.json"):
+        assert (out / name).read_bytes() == (repo / "metrics" / name).read_bytes(), name
+    assert json.loads((out / "run.json").read_text())["params"]["retrieve"]["retriever"] == "external"
+    baseline = run(["git", "show", "HEAD:metrics/metrics.json"], repo).stdout
+    assert json.loads((out / "metrics.json").read_text()) != json.loads(baseline)
+    # Editing the external run re-runs retrieve: DVC tracks the file named by retrieve.run.
+    example = repo / "examples" / "runs" / "langchain_example.jsonl"
+    example.write_text("".join(line for line in example.read_text().splitlines(keepends=True)
+                               if '"q001"' not in line))
+    assert {"retrieve", "score"} <= repro(repo)[0]
 
 
 def test_broken_quote_stops_at_resolve_spans_before_chunking(tmp_path_factory):

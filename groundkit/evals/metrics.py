@@ -43,7 +43,7 @@ def mrr(ranking: Sequence[str], gold: Set[str]) -> float:
     return 0.0 if rank is None else 1.0 / rank
 
 
-def ndcg_at_k(ranking: Sequence[str], gold: Set[str], k: int) -> float:
+def ndcg_at_k(ranking: Sequence[str], gold: Set[str], k: int, *, ideal_count: int | None = None) -> float:
     """Normalised discounted cumulative gain at k with binary gain.
 
     DCG@k = sum over ranks r <= k with a gold id of 1 / log2(r + 1);
@@ -53,13 +53,17 @@ def ndcg_at_k(ranking: Sequence[str], gold: Set[str], k: int) -> float:
     ``gold`` holds chunk ids, so a quote straddling two chunks puts two ids in
     it and raises IDCG; see KNOWN_LIMITATIONS.md. Equals ir_measures ``nDCG@k``
     with relevance 1 for every gold id.
+
+    ``ideal_count`` replaces ``len(gold)`` in IDCG when the gold set is not
+    known in full, as for an external run's passages (see evals/external.py).
     """
     if k <= 0:
         raise ValueError(f"k must be positive, got {k}")
-    if not gold:
+    count = len(gold) if ideal_count is None else ideal_count
+    if count <= 0:
         raise ValueError("nDCG is undefined for a query without gold ids")
     dcg = sum(1.0 / math.log2(rank + 1) for rank, item in enumerate(ranking[:k], start=1) if item in gold)
-    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(gold), k) + 1))
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(count, k) + 1))
     return dcg / ideal
 
 

@@ -1,4 +1,4 @@
-"""The six steps of an evaluation, each reading and writing artifact files.
+"""The steps of an evaluation, each reading and writing artifact files.
 
 The DVC stage scripts in stages/ and the in-process runner call these same
 functions, so `dvc repro` and `groundkit run` cannot drift apart. Every
@@ -28,10 +28,10 @@ from groundkit.errors import ArtifactError
 from groundkit.evals.audit import AuditParams, AuditReport, audit, check_audit
 from groundkit.evals.corpus import Category, load_judgments
 from groundkit.evals.schema import RunMetadata
-from groundkit.evals.scoring import budget_curve, hit_rate_curve, score_rankings
+from groundkit.evals.scoring import budget_curve, hit_rate_curve, score_passages, score_rankings
 from groundkit.evals.spans import ResolvedJudgment, resolve_judgments
-from groundkit.evals.trec import qrels_lines, read_run, run_lines
-from groundkit.params import BM25Params, Params, RetrieveParams
+from groundkit.evals.trec import qrels_lines, read_run, run_lines, run_tag
+from groundkit.params import BM25Params, Params
 from groundkit.tokenizing import TokenizeParams
 
 
@@ -89,12 +89,57 @@ def index(chunks: Path, params: BM25Params, out_index: Path, *, tokenizer: Token
     return built
 
 
-def retrieve(index_dir: Path, spans: Path, params: RetrieveParams, out_run: Path) -> dict[str, list[tuple[str, float]]]:
-    """Retrieve for every judgment's query and write a TREC run."""
-    loaded = BM25Index.load(index_dir)
+def embed(chunks: Path, params: Params, out_embeddings: Path, *, progress: bool = False) -> dict[str, object]:
+    """Embed the chunks when the retriever needs it; otherwise write a manifest saying none were needed.
+
+    The second case never imports torch, which is what keeps the default BM25
+    pipeline free of the dense extra.
+    """
+    from groundkit.dense import save_embeddings
+
+    chunk_list = read_models(chunks, Chunk, producer="chunk") if params.retrieve.needs_embeddings else []
+    dense = params.dense if params.retrieve.needs_embeddings else None
+    return save_embeddings(out_embeddings, chunk_list, dense, progress=progress)
+
+
+def retrieve(
+    chunks: Path,
+    documents: Path,
+    index_dir: Path,
+    embeddings_dir: Path,
+    spans: Path,
+    params: Params,
+    *,
+    out_run: Path,
+    out_passages: Path,
+) -> dict[str, list[tuple[str, float]]]:
+    """Rank chunks for every judgment's query with the configured retriever, or read an external run.
+
+    Writes a TREC run and ``passages.jsonl``: the passages of an external run
+    (which are not chunks), empty for every other retriever.
+    """
     judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
-    rankings = {j.query_id: loaded.search(j.query, params.depth) for j in judgments}
-    atomic_write_lines(out_run, run_lines(rankings), seal=True)
+    depth = params.retrieve.depth
+    passages: dict[str, Chunk] = {}
+    if params.retrieve.retriever == "external":
+        from groundkit.evals.external import read_external_run
+
+        documents_by_path = {d.path: d for d in read_models(documents, Document, producer="resolve-spans")}
+        external = read_external_run(params.retrieve.run, documents_by_path, [j.query_id for j in judgments])
+        rankings: dict[str, list[tuple[str, float]]] = {}
+        for query_id, ranked in external.items():
+            # An external run carries ranks, not scores; 1/rank keeps its order for trec_eval.
+            rankings[query_id] = [(p.chunk_id, 1.0 / rank) for rank, p in enumerate(ranked[:depth], start=1)]
+            passages.update((p.chunk_id, p) for p in ranked[:depth])
+    else:
+        from groundkit.retrievers import build_retriever
+
+        chunk_list = read_models(chunks, Chunk, producer="chunk")
+        retriever = build_retriever(params, chunk_list, index_dir, embeddings_dir)
+        rankings = {j.query_id: retriever.search(j.query, depth) for j in judgments}
+    ordered = sorted(passages.values(), key=lambda p: (p.document, p.start_offset, p.end_offset))
+    atomic_write_lines(out_passages, (model_line(p) for p in ordered), seal=True)
+    atomic_write_lines(out_run, run_lines(rankings, run_tag(params.retrieve.retriever)), seal=True)
     return rankings
 
 
@@ -102,6 +147,7 @@ def score(
     spans: Path,
     chunks: Path,
     run: Path,
+    passages: Path,
     validation: Path,
     params: Params,
     *,
@@ -113,8 +159,10 @@ def score(
 ) -> dict[str, object]:
     """Derive qrels, score the run, and write metrics.json, per-query rows, plot data and run metadata."""
     judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
-    chunk_list = read_models(chunks, Chunk, producer="chunk")
-    rankings = read_run(run, [j.query_id for j in judgments], {c.chunk_id for c in chunk_list})
+    external = params.retrieve.retriever == "external"
+    # An external run ranks its own passages; every other retriever ranks the chunks.
+    items = read_models(passages if external else chunks, Chunk, producer="retrieve" if external else "chunk")
+    rankings = read_run(run, [j.query_id for j in judgments], {c.chunk_id for c in items})
     for query_id, ranking in rankings.items():
         if len(ranking) > params.retrieve.depth:
             raise ArtifactError(run, f"query {query_id!r} has {len(ranking)} results, more than retrieve.depth",
@@ -129,8 +177,14 @@ def score(
         )
     except (KeyError, TypeError, ValueError):
         raise ArtifactError(validation, "lacks the input hashes", fix="re-run the validate-judgments stage") from None
-    ranked_ids = {q: [c for c, _ in r] for q, r in rankings.items()}
-    result, qrels = score_rankings(judgments, chunk_list, ranked_ids, params.score.ks, params.score.budgets)
+    by_id = {c.chunk_id: c for c in items}
+    ranked = {q: [by_id[c] for c, _ in r] for q, r in rankings.items()}
+    if external:
+        result, qrels = score_passages(judgments, ranked, params.score.ks, params.score.budgets)
+    else:
+        result, qrels = score_rankings(
+            judgments, items, {q: [c for c, _ in r] for q, r in rankings.items()}, params.score.ks, params.score.budgets
+        )
     summary = result.summary()
     ks = params.score.ks
     bars = list(dict.fromkeys([f"recall@{ks[0]}", f"recall@{ks[-1]}", f"ndcg@{ks[-1]}"]))
@@ -139,7 +193,7 @@ def score(
     with atomic_directory(out_plots) as plots:
         curves = {
             "hit_rate.csv": csv_text(hit_rate_curve(result, params.retrieve.depth), ["k", "recall"]),
-            "budget.csv": csv_text(budget_curve(judgments, chunk_list, ranked_ids), ["budget_chars", "recall"]),
+            "budget.csv": csv_text(budget_curve(judgments, ranked), ["budget_chars", "recall"]),
             "categories.csv": csv_text(categories, ["category", *bars]),
         }
         for name, text in curves.items():

@@ -26,8 +26,10 @@ ARTIFACTS = (
     "chunks.jsonl",
     "chunks.jsonl.sha256",
     "index",
+    "embeddings",
     "run.trec",
     "run.trec.sha256",
+    "passages.jsonl",
     "qrels.trec",
     "metrics.json",
     "per_query.csv",
@@ -51,11 +53,15 @@ def run(corpus: str | Path, judgments: str | Path, params: Params, out: str | Pa
         pipeline.resolve_spans(corpus, judgments, work / "documents.jsonl", work / "gold_spans.jsonl")
         pipeline.chunk(work / "documents.jsonl", params.chunk, work / "chunks.jsonl")
         pipeline.index(work / "chunks.jsonl", params.bm25, work / "index", tokenizer=params.tokenize)
-        pipeline.retrieve(work / "index", work / "gold_spans.jsonl", params.retrieve, work / "run.trec")
+        pipeline.embed(work / "chunks.jsonl", params, work / "embeddings", progress=True)
+        pipeline.retrieve(work / "chunks.jsonl", work / "documents.jsonl", work / "index", work / "embeddings",
+                          work / "gold_spans.jsonl", params, out_run=work / "run.trec",
+                          out_passages=work / "passages.jsonl")
         summary = pipeline.score(
             work / "gold_spans.jsonl",
             work / "chunks.jsonl",
             work / "run.trec",
+            work / "passages.jsonl",
             work / "validation.json",
             params,
             out_qrels=work / "qrels.trec",

@@ -16,7 +16,7 @@ from groundkit.evals.metrics import (
     recall_at_k,
 )
 from groundkit.evals.schema import QueryResult, StageResult
-from groundkit.evals.spans import ResolvedJudgment, relevant_chunk_ids
+from groundkit.evals.spans import ResolvedJudgment, chunk_overlaps_span, relevant_chunk_ids
 
 BUDGET_CURVE = tuple(range(100, 4001, 100))
 """Context budgets (characters) at which the budget plot samples hit rate."""
@@ -71,16 +71,56 @@ def hit_rate_curve(result: StageResult, depth: int) -> list[dict[str, object]]:
 
 def budget_curve(
     resolved: Sequence[ResolvedJudgment],
-    chunks: Sequence[Chunk],
-    rankings: Mapping[str, Sequence[str]],
+    ranked: Mapping[str, Sequence[Chunk]],
     budgets: Sequence[int] = BUDGET_CURVE,
 ) -> list[dict[str, object]]:
     """Answerable hit rate at each context budget: one row per budget, for the budget plot."""
-    by_id = {c.chunk_id: c for c in chunks}
     answerable = [j for j in resolved if j.category is not Category.NO_ANSWER]
     if not answerable:
         return []
-    walks = [([_passage(by_id[c]) for c in rankings.get(j.query_id, ())],
+    walks = [([_passage(c) for c in ranked.get(j.query_id, ())],
               [(s.document, s.start, s.end) for s in j.spans]) for j in answerable]
     return [{"budget_chars": b, "recall": sum(budget_hit(p, g, b) for p, g in walks) / len(walks)}
             for b in budgets]
+
+
+def score_passages(
+    resolved: Sequence[ResolvedJudgment],
+    rankings: Mapping[str, Sequence[Chunk]],
+    ks: Sequence[int],
+    budgets: Sequence[int] = (),
+) -> tuple[StageResult, dict[str, set[str]]]:
+    """Score an external run: ranked passages that need not be groundkit's chunks.
+
+    A passage is relevant when it overlaps a gold span of its query, as a chunk
+    is. The set of all relevant passages of another system is unknown, so
+    nDCG's ideal DCG counts max(distinct gold spans, relevant passages
+    retrieved) positions: one passage per span is ideal, and retrieving more
+    relevant passages than spans can never push nDCG above 1. Hit rate and MRR
+    need no such count and equal what a chunk run with the same passages scores.
+
+    Returns the result and the qrels (relevant retrieved passage ids per answerable query).
+    """
+    results = []
+    qrels: dict[str, set[str]] = {}
+    for judgment in resolved:
+        passages = list(rankings.get(judgment.query_id, ()))
+        ranking = [p.chunk_id for p in passages]
+        if judgment.category is Category.NO_ANSWER:
+            results.append(QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
+                                       retrieved=len(ranking), gold_chunks=0, first_gold_rank=None, metrics={}))
+            continue
+        gold = {p.chunk_id for p in passages if any(chunk_overlaps_span(p, s) for s in judgment.spans)}
+        ideal = max(len({(s.document, s.start, s.end) for s in judgment.spans}), len(gold))
+        qrels[judgment.query_id] = gold
+        metrics = {f"recall@{k}": recall_at_k(ranking, gold, k) for k in ks}
+        metrics["mrr"] = mrr(ranking, gold)
+        metrics.update({f"ndcg@{k}": ndcg_at_k(ranking, gold, k, ideal_count=ideal) for k in ks})
+        located = [_passage(p) for p in passages]
+        spans = [(s.document, s.start, s.end) for s in judgment.spans]
+        metrics.update({f"chars@{k}": float(context_chars_at_k(located, k)) for k in ks})
+        metrics.update({f"recall@{b}chars": budget_hit(located, spans, b) for b in budgets})
+        results.append(QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
+                                   retrieved=len(ranking), gold_chunks=ideal,
+                                   first_gold_rank=first_gold_rank(ranking, gold), metrics=metrics))
+    return StageResult(ks=list(ks), budgets=list(budgets), queries=results), qrels

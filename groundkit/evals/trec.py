@@ -8,6 +8,7 @@ ties by docno, so the two agree whenever a query's scores are distinct.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -15,6 +16,11 @@ from groundkit.artifacts import read_lines
 from groundkit.errors import ArtifactError
 
 RUN_TAG = "groundkit-bm25"
+
+
+def run_tag(retriever: str) -> str:
+    """The run's tag column: ``groundkit-<retriever>`` (``groundkit-python`` for a python: retriever)."""
+    return "groundkit-python" if retriever.startswith("python:") else f"groundkit-{retriever}"
 
 Ranking = list[tuple[str, float]]
 
@@ -37,7 +43,8 @@ def read_run(path: str | Path, query_ids: Sequence[str], chunk_ids: set[str] | N
     """Parse and check a run written by the retrieve stage.
 
     Every query in ``query_ids`` gets an entry (empty when nothing was
-    retrieved). Ranks must run 1..n in file order and scores must not rise.
+    retrieved). Ranks must run 1..n in file order and scores must not rise
+    (they may be zero or negative: a cosine can be).
     """
     path = Path(path)
     fix = "delete it and re-run the retrieve stage (dvc repro -f -s retrieve)"
@@ -68,8 +75,8 @@ def read_run(path: str | Path, query_ids: Sequence[str], chunk_ids: set[str] | N
             raise ArtifactError(path, f"rank {rank} out of sequence (expected {expected})", line=number, fix=fix)
         if ranking and score > ranking[-1][1]:
             raise ArtifactError(path, "score rises within a query's ranking", line=number, fix=fix)
-        if not score > 0:
-            raise ArtifactError(path, "score is not above zero", line=number, fix=fix)
+        if not math.isfinite(score):
+            raise ArtifactError(path, "score is not a finite number", line=number, fix=fix)
         if chunk_ids is not None and chunk_id not in chunk_ids:
             raise ArtifactError(path, f"names chunk {chunk_id!r}, which is not in chunks.jsonl", line=number, fix=fix)
         if any(chunk_id == c for c, _ in ranking):

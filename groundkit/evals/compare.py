@@ -315,7 +315,10 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
         "",
     ]
     if result.params_changed:
-        changed = ", ".join(f"`{k}` {v[0]} → {v[1]}" for k, v in result.params_changed.items())
+        def shown(value: Any) -> str:
+            return "(not used)" if value is None else str(value)
+
+        changed = ", ".join(f"`{k}` {shown(v[0])} → {shown(v[1])}" for k, v in result.params_changed.items())
         lines += [f"Parameters changed: {changed}.", ""]
     header = ["| metric | baseline | candidate | delta | 95% CI | p |", "| --- | ---: | ---: | ---: | --- | ---: |"]
     lines += header + [_row(s, s.p_value < result.alpha) for s in result.overall]

@@ -8,10 +8,11 @@ function takes its input and output paths as arguments; none is hard-coded.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from groundkit import __version__
+from groundkit._progress import track
 from groundkit.artifacts import atomic_write_lines, atomic_write_text, dumps_json, model_line, read_json, read_models
-from groundkit.bm25 import BM25Index
 from groundkit.chunking import ChunkParams, chunk_documents
 from groundkit.contracts import Chunk, Document
 from groundkit.documents import corpus_hash, file_hash, load_corpus
@@ -23,6 +24,9 @@ from groundkit.evals.scoring import score_rankings
 from groundkit.evals.spans import ResolvedJudgment, resolve_judgments
 from groundkit.evals.trec import qrels_lines, read_run, run_lines
 from groundkit.params import BM25Params, Params, RetrieveParams
+
+if TYPE_CHECKING:
+    from groundkit.bm25 import BM25Index
 
 
 def validate_judgments(
@@ -66,6 +70,8 @@ def chunk(documents: Path, params: ChunkParams, out_chunks: Path) -> list[Chunk]
 
 def index(chunks: Path, params: BM25Params, out_index: Path) -> BM25Index:
     """Build and save the BM25 index over the chunks."""
+    from groundkit.bm25 import BM25Index  # numpy is imported only by the stages that need it
+
     built = BM25Index.build(read_models(chunks, Chunk, producer="chunk"), k1=params.k1, b=params.b)
     built.save(out_index)
     return built
@@ -73,9 +79,12 @@ def index(chunks: Path, params: BM25Params, out_index: Path) -> BM25Index:
 
 def retrieve(index_dir: Path, spans: Path, params: RetrieveParams, out_run: Path) -> dict[str, list[tuple[str, float]]]:
     """Retrieve for every judgment's query and write a TREC run."""
+    from groundkit.bm25 import BM25Index
+
     loaded = BM25Index.load(index_dir)
     judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
-    rankings = {j.query_id: loaded.search(j.query, params.depth) for j in judgments}
+    rankings = {j.query_id: loaded.search(j.query, params.depth)
+                for j in track(judgments, desc="retrieve", unit="query")}
     atomic_write_lines(out_run, run_lines(rankings))
     return rankings
 

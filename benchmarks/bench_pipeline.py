@@ -1,0 +1,201 @@
+"""Pipeline overhead: `dvc repro -f` of the six stages against six trivial Python stages under DVC.
+
+    python benchmarks/bench_pipeline.py [--rev REV] [--repeats 3]
+
+Two temporary git + DVC repositories are measured in the same run, alternately:
+
+- groundkit: the working tree (or ``git archive REV`` with ``--rev``), its
+  dvc.yaml, params and committed corpus. Stages import groundkit from that
+  copy (PYTHONPATH), not from the installed package.
+- floor: six ``python -c`` stages that import only ``sys`` and copy their
+  first dep to their outs, with the same dependency chain, the same corpus
+  and judgments as deps, and the same params sections.
+
+The ratio groundkit / floor is what groundkit's own work and imports add to
+the unavoidable cost of DVC plus six interpreter start-ups. Then, per stage,
+``python -X importtime`` shows what each stage script imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import REPO, print_machine
+
+STAGES = ("validate_judgments", "resolve_spans", "chunk", "index", "retrieve", "score")
+
+# The same chain as dvc.yaml: each stage's deps and outs, nothing else.
+COPY = ("import os, sys; os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True); "
+        "open(sys.argv[2], 'w').write(open(sys.argv[1]).read())")
+LAST = ("import os, sys; os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True); "
+        "open(sys.argv[1]).read(); open(sys.argv[2], 'w').write('{}')")
+FLOOR_DVC_YAML = f"""stages:
+  validate-judgments:
+    cmd: python -c "{COPY}" evals/judgments.jsonl build/validation.json
+    deps: [evals/judgments.jsonl, evals/corpus]
+    params: [corpus, audit]
+    outs: [build/validation.json]
+  resolve-spans:
+    cmd: python -c "{COPY}" build/validation.json build/documents.jsonl
+    deps: [build/validation.json, evals/judgments.jsonl, evals/corpus]
+    params: [corpus]
+    outs: [build/documents.jsonl]
+  chunk:
+    cmd: python -c "{COPY}" build/documents.jsonl build/chunks.jsonl
+    deps: [build/documents.jsonl]
+    params: [chunk]
+    outs: [build/chunks.jsonl]
+  index:
+    cmd: python -c "{COPY}" build/chunks.jsonl build/index.json
+    deps: [build/chunks.jsonl]
+    params: [bm25]
+    outs: [build/index.json]
+  retrieve:
+    cmd: python -c "{COPY}" build/index.json build/run.trec
+    deps: [build/index.json, build/documents.jsonl]
+    params: [retrieve]
+    outs: [build/run.trec]
+  score:
+    cmd: python -c "{LAST}" build/run.trec metrics/metrics.json
+    deps: [build/run.trec, build/chunks.jsonl, build/validation.json]
+    params: [chunk, bm25, retrieve, score]
+    metrics:
+      - metrics/metrics.json:
+          cache: false
+"""
+
+
+def _env(root: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(root),
+        "DVC_NO_ANALYTICS": "1",
+        "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@groundkit.invalid",
+        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@groundkit.invalid",
+    }
+
+
+def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run(cmd, cwd=cwd, env=_env(cwd), capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        sys.exit(f"error: {' '.join(cmd)} failed in {cwd}:\n{out.stdout}\n{out.stderr}")
+    return out
+
+
+def _commit(root: Path) -> None:
+    _run(["git", "init", "-q", "-b", "main"], root)
+    _run(["git", "add", "-A"], root)
+    _run(["git", "commit", "-q", "-m", "bench"], root)
+
+
+def groundkit_repo(dest: Path, rev: str | None) -> Path:
+    """A git + DVC repository holding groundkit's tree (working tree, or ``rev``)."""
+    dest.mkdir(parents=True)
+    if rev:
+        archive = subprocess.run(["git", "archive", rev], cwd=REPO, capture_output=True, check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(dest, filter="data")
+    else:
+        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                                cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
+        for rel in filter(None, listed):
+            if (REPO / rel).is_file():
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(REPO / rel, dest / rel)
+    _commit(dest)
+    return dest
+
+
+def floor_repo(dest: Path) -> Path:
+    """Six trivial stages with groundkit's dependency chain, corpus, judgments and params."""
+    dest.mkdir(parents=True)
+    shutil.copytree(REPO / "evals", dest / "evals")
+    shutil.copy2(REPO / "params.yaml", dest / "params.yaml")
+    shutil.copy2(REPO / ".dvcignore", dest / ".dvcignore")
+    shutil.copytree(REPO / ".dvc", dest / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp"))
+    (dest / "dvc.yaml").write_text(FLOOR_DVC_YAML, encoding="utf-8")
+    (dest / "metrics").mkdir()
+    (dest / ".gitignore").write_text("/build/\n", encoding="utf-8")
+    _commit(dest)
+    return dest
+
+
+def timed_repro(root: Path) -> float:
+    start = time.perf_counter()
+    out = _run(["dvc", "repro", "-f"], root)
+    elapsed = time.perf_counter() - start
+    ran = re.findall(r"Running stage '([^']+)'", out.stdout + out.stderr)
+    if len(ran) != 6:
+        sys.exit(f"error: expected six stages to run in {root}, saw {ran}")
+    return elapsed
+
+
+def import_times(root: Path) -> list[tuple[str, float, str]]:
+    """Per stage script: total import time (ms) and its heaviest third-party imports."""
+    rows = []
+    for stage in STAGES:
+        code = (f"import runpy, sys; sys.argv = ['{stage}', '--help']\n"
+                f"try:\n    runpy.run_path('stages/{stage}.py', run_name='__main__')\nexcept SystemExit:\n    pass")
+        out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], cwd=root, env=_env(root),
+                             capture_output=True, text=True, check=False)
+        total = 0
+        heavy = {}
+        for line in out.stderr.splitlines():
+            match = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\s*)(\S+)", line)
+            if not match:
+                continue
+            cumulative, indent, name = int(match.group(1)), len(match.group(2)), match.group(3)
+            if indent == 0:
+                total += cumulative
+            if name in {"numpy", "pandas", "scipy", "bm25s", "tqdm", "pydantic", "yaml"}:
+                heavy[name] = max(heavy.get(name, 0), cumulative)
+        shown = ", ".join(f"{k} {v / 1000:.0f}" for k, v in sorted(heavy.items(), key=lambda kv: -kv[1]))
+        rows.append((stage, total / 1000, shown))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rev", default=None, help="measure this git revision instead of the working tree")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print_machine()
+    with tempfile.TemporaryDirectory(prefix="groundkit-bench-pipeline-") as tmp:
+        ours = groundkit_repo(Path(tmp) / "groundkit", args.rev)
+        floor = floor_repo(Path(tmp) / "floor")
+        # First runs warm the disk cache and fill each repository's DVC cache; they are not counted.
+        timed_repro(ours)
+        timed_repro(floor)
+        t_ours, t_floor = [], []
+        for _ in range(args.repeats):
+            t_ours.append(timed_repro(ours))
+            t_floor.append(timed_repro(floor))
+        label = args.rev or "working tree"
+        print(f"\ndvc repro -f, best of {args.repeats} (all runs: groundkit "
+              f"{', '.join(f'{t:.2f}' for t in t_ours)} s; floor {', '.join(f'{t:.2f}' for t in t_floor)} s)")
+        print("| pipeline | seconds | ratio to floor |")
+        print("| --- | ---: | ---: |")
+        print(f"| groundkit ({label}) | {min(t_ours):.2f} | {min(t_ours) / min(t_floor):.2f}x |")
+        print(f"| six trivial stages (floor) | {min(t_floor):.2f} | 1.00x |")
+        print("target: at most 1.5x")
+        print("\n| stage script | imports, ms | of which (cumulative ms) |")
+        print("| --- | ---: | --- |")
+        for stage, total, shown in import_times(ours):
+            print(f"| stages/{stage}.py | {total:.0f} | {shown} |")
+
+
+if __name__ == "__main__":
+    main()

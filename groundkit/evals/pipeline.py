@@ -10,29 +10,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit import __version__
-from groundkit._progress import track
+# Each stage runs in a fresh interpreter, and under `dvc repro` start-up is a
+# large share of a stage's time: a step imports what it alone needs, inside
+# the function, so that no stage pays for another's modules (numpy above all).
 from groundkit.artifacts import atomic_write_lines, atomic_write_text, dumps_json, model_line, read_json, read_models
-from groundkit.chunking import ChunkParams, chunk_documents
-from groundkit.contracts import Chunk, Document
-from groundkit.documents import corpus_hash, file_hash, load_corpus
-from groundkit.errors import ArtifactError
-from groundkit.evals.audit import AuditParams, AuditReport, audit, check_audit
-from groundkit.evals.corpus import Category, load_judgments
-from groundkit.evals.schema import RunMetadata
-from groundkit.evals.scoring import score_rankings
-from groundkit.evals.spans import ResolvedJudgment, resolve_judgments
-from groundkit.evals.trec import qrels_lines, read_run, run_lines
-from groundkit.params import BM25Params, Params, RetrieveParams
 
 if TYPE_CHECKING:
     from groundkit.bm25 import BM25Index
+    from groundkit.chunking import ChunkParams
+    from groundkit.contracts import Chunk
+    from groundkit.evals.audit import AuditParams, AuditReport
+    from groundkit.evals.spans import ResolvedJudgment
+    from groundkit.params import BM25Params, Params, RetrieveParams
 
 
 def validate_judgments(
     judgments: Path, corpus_root: Path, params: AuditParams, out_validation: Path, out_audit: Path
 ) -> AuditReport:
     """Check the judgments file, audit it against the corpus, and record the input hashes."""
+    from groundkit.documents import corpus_hash, file_hash, load_corpus
+    from groundkit.evals.audit import audit, check_audit
+    from groundkit.evals.corpus import Category, load_judgments
+
     loaded = load_judgments(judgments)
     report = audit(load_corpus(corpus_root), loaded)
     check_audit(report, params, str(judgments))
@@ -50,6 +49,10 @@ def validate_judgments(
 
 def resolve_spans(corpus_root: Path, judgments: Path, out_documents: Path, out_spans: Path) -> list[ResolvedJudgment]:
     """Load the corpus and resolve every gold quote; write the corpus snapshot and the spans."""
+    from groundkit.documents import load_corpus
+    from groundkit.evals.corpus import load_judgments
+    from groundkit.evals.spans import resolve_judgments
+
     documents = load_corpus(corpus_root)
     loaded = load_judgments(judgments)
     resolved = resolve_judgments(
@@ -63,6 +66,9 @@ def resolve_spans(corpus_root: Path, judgments: Path, out_documents: Path, out_s
 
 def chunk(documents: Path, params: ChunkParams, out_chunks: Path) -> list[Chunk]:
     """Chunk the validated corpus snapshot."""
+    from groundkit.chunking import chunk_documents
+    from groundkit.contracts import Document
+
     chunks = chunk_documents(read_models(documents, Document, producer="resolve-spans"), params)
     atomic_write_lines(out_chunks, (model_line(c) for c in chunks))
     return chunks
@@ -70,7 +76,8 @@ def chunk(documents: Path, params: ChunkParams, out_chunks: Path) -> list[Chunk]
 
 def index(chunks: Path, params: BM25Params, out_index: Path) -> BM25Index:
     """Build and save the BM25 index over the chunks."""
-    from groundkit.bm25 import BM25Index  # numpy is imported only by the stages that need it
+    from groundkit.bm25 import BM25Index
+    from groundkit.contracts import Chunk
 
     built = BM25Index.build(read_models(chunks, Chunk, producer="chunk"), k1=params.k1, b=params.b)
     built.save(out_index)
@@ -79,7 +86,10 @@ def index(chunks: Path, params: BM25Params, out_index: Path) -> BM25Index:
 
 def retrieve(index_dir: Path, spans: Path, params: RetrieveParams, out_run: Path) -> dict[str, list[tuple[str, float]]]:
     """Retrieve for every judgment's query and write a TREC run."""
+    from groundkit._progress import track
     from groundkit.bm25 import BM25Index
+    from groundkit.evals.spans import ResolvedJudgment
+    from groundkit.evals.trec import run_lines
 
     loaded = BM25Index.load(index_dir)
     judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
@@ -102,6 +112,14 @@ def score(
     out_run_metadata: Path,
 ) -> dict[str, object]:
     """Derive qrels, score the run, and write metrics.json, per-query rows and run metadata."""
+    from groundkit import __version__
+    from groundkit.contracts import Chunk
+    from groundkit.errors import ArtifactError
+    from groundkit.evals.schema import RunMetadata
+    from groundkit.evals.scoring import score_rankings
+    from groundkit.evals.spans import ResolvedJudgment
+    from groundkit.evals.trec import qrels_lines, read_run
+
     judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
     chunk_list = read_models(chunks, Chunk, producer="chunk")
     rankings = read_run(run, [j.query_id for j in judgments], {c.chunk_id for c in chunk_list})

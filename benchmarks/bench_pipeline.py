@@ -12,8 +12,9 @@ Two temporary git + DVC repositories are measured in the same run, alternately:
   and judgments as deps, and the same params sections.
 
 The ratio groundkit / floor is what groundkit's own work and imports add to
-the unavoidable cost of DVC plus six interpreter start-ups. Then, per stage,
-``python -X importtime`` shows what each stage script imports.
+the unavoidable cost of DVC plus six interpreter start-ups. Then each
+stage's dvc.yaml command is run once more under ``python -X importtime`` to
+show what it imports.
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import REPO, print_machine
-
-STAGES = ("validate_judgments", "resolve_spans", "chunk", "index", "retrieve", "score")
 
 # The same chain as dvc.yaml: each stage's deps and outs, nothing else.
 COPY = ("import os, sys; os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True); "
@@ -143,27 +142,43 @@ def timed_repro(root: Path) -> float:
     return elapsed
 
 
+def _stage_commands(root: Path) -> dict[str, str]:
+    """Each stage's command from dvc.yaml, with ${...} filled in from params.yaml."""
+    import yaml
+
+    stages = yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
+
+    def value(match: re.Match[str]) -> str:
+        node = params
+        for part in match.group(1).split("."):
+            node = node[part]
+        return str(node)
+
+    return {name: re.sub(r"\$\{([^}]+)\}", value, stage["cmd"]) for name, stage in stages.items()}
+
+
 def import_times(root: Path) -> list[tuple[str, float, str]]:
-    """Per stage script: total import time (ms) and its heaviest third-party imports."""
+    """Per stage, run for real under ``-X importtime``: total import time and its top packages (self time)."""
     rows = []
-    for stage in STAGES:
-        code = (f"import runpy, sys; sys.argv = ['{stage}', '--help']\n"
-                f"try:\n    runpy.run_path('stages/{stage}.py', run_name='__main__')\nexcept SystemExit:\n    pass")
-        out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], cwd=root, env=_env(root),
+    for name, cmd in _stage_commands(root).items():
+        args = cmd.split()
+        assert args[0] == "python", cmd
+        out = subprocess.run([sys.executable, "-X", "importtime", *args[1:]], cwd=root, env=_env(root),
                              capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            sys.exit(f"error: {cmd} failed:\n{out.stderr}")
         total = 0
-        heavy = {}
+        by_package: dict[str, int] = {}
         for line in out.stderr.splitlines():
-            match = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\s*)(\S+)", line)
+            match = re.match(r"import time:\s+(\d+) \|\s+\d+ \| (\s*)(\S+)", line)
             if not match:
                 continue
-            cumulative, indent, name = int(match.group(1)), len(match.group(2)), match.group(3)
-            if indent == 0:
-                total += cumulative
-            if name in {"numpy", "pandas", "scipy", "bm25s", "tqdm", "pydantic", "yaml"}:
-                heavy[name] = max(heavy.get(name, 0), cumulative)
-        shown = ", ".join(f"{k} {v / 1000:.0f}" for k, v in sorted(heavy.items(), key=lambda kv: -kv[1]))
-        rows.append((stage, total / 1000, shown))
+            self_us, package = int(match.group(1)), match.group(3).split(".")[0]
+            total += self_us
+            by_package[package] = by_package.get(package, 0) + self_us
+        top = sorted(by_package.items(), key=lambda kv: -kv[1])[:5]
+        rows.append((name, total / 1000, ", ".join(f"{k} {v / 1000:.0f}" for k, v in top)))
     return rows
 
 
@@ -191,10 +206,10 @@ def main() -> None:
         print(f"| groundkit ({label}) | {min(t_ours):.2f} | {min(t_ours) / min(t_floor):.2f}x |")
         print(f"| six trivial stages (floor) | {min(t_floor):.2f} | 1.00x |")
         print("target: at most 1.5x")
-        print("\n| stage script | imports, ms | of which (cumulative ms) |")
+        print("\n| stage (its dvc.yaml command, -X importtime) | imports, ms | largest packages, ms of own time |")
         print("| --- | ---: | --- |")
         for stage, total, shown in import_times(ours):
-            print(f"| stages/{stage}.py | {total:.0f} | {shown} |")
+            print(f"| {stage} | {total:.0f} | {shown} |")
 
 
 if __name__ == "__main__":

@@ -168,6 +168,7 @@ class BM25Index:
         self.vocab = vocab
         self.rows = rows
         self._token_ids = dict(zip(vocab, range(len(vocab)), strict=True))
+        self._chunk_ids = np.array([row[0] for row in rows], dtype=object)  # row -> chunk id, gathered in C
         self._avg_tokens = avg_tokens
         self._data = data
         self._indices = indices
@@ -219,7 +220,8 @@ class BM25Index:
         Order: score descending, then row ascending, i.e. (document path,
         start_offset). The tie-break never depends on a sort's stability.
         """
-        return [(self.rows[row][0], score) for row, score in top_k(self.scores(query), depth)]
+        rows, values = _select(self.scores(query), depth)
+        return list(zip(self._chunk_ids[rows].tolist(), values.tolist(), strict=True))
 
     def save(self, directory: str | Path) -> None:
         """Write the index atomically: arrays as .npy, everything else as JSON."""
@@ -286,20 +288,26 @@ class BM25Index:
         )
 
 
+def _select(scores: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and scores of :func:`top_k`, as arrays."""
+    candidates = np.flatnonzero(scores > 0)
+    values = scores[candidates]
+    if candidates.size > depth:
+        cutoff = np.partition(values, candidates.size - depth)[candidates.size - depth]
+        above = values > cutoff
+        tied = np.flatnonzero(values == cutoff)[: depth - int(np.count_nonzero(above))]
+        above[tied] = True  # candidates ascend, so the first tied rows are the lowest rows
+        candidates, values = candidates[above], values[above]
+    order = np.lexsort((candidates, -values))
+    return candidates[order], values[order]
+
+
 def top_k(scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
     """Rows with score > 0, best first, at most ``depth``; ties broken by row ascending.
 
     Selection is exact under ties: every row scoring above the cut-off value is
     kept, and rows equal to it are admitted in row order.
     """
-    candidates = np.flatnonzero(scores > 0)
-    if candidates.size > depth:
-        values = scores[candidates]
-        cutoff = np.partition(values, candidates.size - depth)[candidates.size - depth]
-        above = candidates[values > cutoff]
-        tied = candidates[values == cutoff][: depth - above.size]
-        candidates = np.concatenate([above, tied])
-    values = scores[candidates]
-    order = np.lexsort((candidates, -values))
+    rows, values = _select(scores, depth)
     # tolist() turns float32 into the same Python floats float() would, in one call.
-    return list(zip(candidates[order].tolist(), values[order].tolist(), strict=True))
+    return list(zip(rows.tolist(), values.tolist(), strict=True))

@@ -9,6 +9,8 @@ smaller corpora are prefixes of the largest.
 
     python benchmarks/bench_scale.py [--sizes 10000,100000,1000000] [--workdir DIR]
 
+The corpus (about 500 MB) is generated once into --workdir and reused.
+
 Per size it prints: chunks, tokens, vocabulary, build seconds (wall clock
 and CPU time of the child; on a shared machine the second is the steadier),
 CPU microseconds per chunk, that cost relative to the smallest size (1.00 =
@@ -122,6 +124,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--workdir", default="/tmp/groundkit-bench-scale")
+    parser.add_argument("--generate", type=int, default=1_000_000,
+                        help="chunks in the generated corpus (and so which queries); sizes are prefixes of it")
     parser.add_argument("--child", nargs=3, metavar=("CORPUS", "QUERIES", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -129,15 +133,17 @@ def main() -> None:
         return
 
     sizes = [int(s) for s in args.sizes.split(",")]
+    if max(sizes) > args.generate:
+        sys.exit(f"error: --sizes up to {max(sizes)} need --generate {max(sizes)} or more")
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    corpus = workdir / f"zipf-{EXPONENT}-{VOCAB}-{SEED}-{max(sizes)}.txt"
-    queries = workdir / f"queries-{EXPONENT}-{VOCAB}-{SEED}-{max(sizes)}.txt"
+    corpus = workdir / f"zipf-{EXPONENT}-{VOCAB}-{SEED}-{args.generate}.txt"
+    queries = workdir / f"queries-{EXPONENT}-{VOCAB}-{SEED}-{args.generate}.txt"
     print_machine()
     if not corpus.is_file() or not queries.is_file():
         start = time.perf_counter()
-        generate(corpus, queries, max(sizes))
-        print(f"generated {max(sizes)} chunks in {time.perf_counter() - start:.0f} s: {corpus}", file=sys.stderr)
+        generate(corpus, queries, args.generate)
+        print(f"generated {args.generate} chunks in {time.perf_counter() - start:.0f} s: {corpus}", file=sys.stderr)
 
     results = []
     for size in sizes:

@@ -3,9 +3,10 @@
 groundkit owns the tokenizer, the vocabulary order, the on-disk format and
 the ranking order, and computes the score matrix itself with numpy. The
 matrix is bit-identical to bm25s 0.3.16 (``method="lucene"``,
-``build_index_from_ids``), which a test checks; doing it here, vectorised,
-indexes a million chunks in about a minute with no per-token Python objects
-kept alive, where bm25s holds every token id as a Python int.
+``build_index_from_ids``), which a test checks. Doing it here, block by
+block with numpy, keeps no per-token Python object alive (bm25s holds every
+token id of the corpus as a Python int), so a million chunks index in a few
+GB; BENCHMARKS.md has the figures.
 
 Lucene BM25 (Kamphuis et al., ECIR 2020, "Lucene" variant):
 
@@ -47,7 +48,7 @@ from groundkit.tokenizing import tokenize
 FORMAT = "groundkit-bm25/1"
 _ARRAYS = ("data", "indices", "indptr")
 # Chunks tokenized per step of the build: large enough for numpy to dominate,
-# small enough that one block's token strings are a few MB.
+# small enough that one block's token strings stay in the tens of MB.
 _BLOCK = 8192
 
 

@@ -12,35 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence, Set
 
-# Gold sets up to this size are looked up with Sequence.index (a scan in C per
-# gold id) rather than by walking the ranking in Python; same answer, faster.
-_INDEX_LOOKUP_MAX_GOLD = 8
-
 
 def first_gold_rank(ranking: Sequence[str], gold: Set[str]) -> int | None:
     """1-based rank of the first gold id in ``ranking``, or None if there is none."""
-    if len(gold) <= _INDEX_LOOKUP_MAX_GOLD:
-        best = None
-        for item in gold:
-            try:
-                position = ranking.index(item, 0, len(ranking) if best is None else best)
-            except ValueError:
-                continue
-            best = position
-        return None if best is None else best + 1
     for rank, item in enumerate(ranking, start=1):
         if item in gold:
             return rank
     return None
-
-
-# 1 / log2(rank + 1) for ranks 1..1000, computed once: the same floats every call.
-_DISCOUNTS = tuple(1.0 / math.log2(rank + 1) for rank in range(1, 1001))
-
-
-def _discount(rank: int) -> float:
-    """1 / log2(rank + 1)."""
-    return _DISCOUNTS[rank - 1] if rank <= len(_DISCOUNTS) else 1.0 / math.log2(rank + 1)
 
 
 def recall_at_k(ranking: Sequence[str], gold: Set[str], k: int) -> float:
@@ -52,7 +30,7 @@ def recall_at_k(ranking: Sequence[str], gold: Set[str], k: int) -> float:
     """
     if k <= 0:
         raise ValueError(f"k must be positive, got {k}")
-    return 0.0 if gold.isdisjoint(ranking[:k]) else 1.0
+    return 1.0 if any(item in gold for item in ranking[:k]) else 0.0
 
 
 def mrr(ranking: Sequence[str], gold: Set[str]) -> float:
@@ -80,6 +58,6 @@ def ndcg_at_k(ranking: Sequence[str], gold: Set[str], k: int) -> float:
         raise ValueError(f"k must be positive, got {k}")
     if not gold:
         raise ValueError("nDCG is undefined for a query without gold ids")
-    dcg = sum(_discount(rank) for rank, item in enumerate(ranking[:k], start=1) if item in gold)
-    ideal = sum(_discount(rank) for rank in range(1, min(len(gold), k) + 1))
+    dcg = sum(1.0 / math.log2(rank + 1) for rank, item in enumerate(ranking[:k], start=1) if item in gold)
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(gold), k) + 1))
     return dcg / ideal

@@ -107,12 +107,9 @@ class StageResult(_Record):
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(header)
-        names = self.metric_names
-        blank = [""] * len(names)
         for q in self.queries:
-            answerable = q.answerable
-            abstained = "" if answerable else int(q.retrieved == 0)
-            metrics = [f"{q.metrics[name]:.6f}" for name in names] if answerable else blank
+            abstained = "" if q.answerable else int(q.retrieved == 0)
+            metrics = [f"{q.metrics[name]:.6f}" if q.answerable else "" for name in self.metric_names]
             writer.writerow([q.query_id, q.category.value, q.retrieved, q.gold_chunks,
                              q.first_gold_rank or "", abstained, *metrics])
         return out.getvalue()

@@ -1,7 +1,12 @@
-"""The BM25 baseline: a Lucene-BM25 index over chunks, scored by bm25s.
+"""The BM25 baseline: a Lucene-BM25 index over chunks.
 
 groundkit owns the tokenizer, the vocabulary order, the on-disk format and
-the ranking order; bm25s computes the score matrix and the per-query sums.
+the ranking order, and computes the score matrix itself with numpy. The
+matrix is bit-identical to bm25s 0.3.16 (``method="lucene"``,
+``build_index_from_ids``), which a test checks. Doing it here, block by
+block with numpy, keeps no per-token Python object alive (bm25s holds every
+token id of the corpus as a Python int), so a million chunks index in a few
+GB; BENCHMARKS.md has the figures.
 
 Lucene BM25 (Kamphuis et al., ECIR 2020, "Lucene" variant):
 
@@ -11,7 +16,10 @@ Lucene BM25 (Kamphuis et al., ECIR 2020, "Lucene" variant):
 
 A repeated query token counts once per occurrence. Every term of a matching
 chunk contributes a positive amount, so a chunk scores above zero exactly
-when it shares a token with the query.
+when it shares a token with the query. Arithmetic follows bm25s exactly:
+idf is rounded to float32, the term weight is computed in float64 and stored
+as float32, and a query's score is summed in float32, token by token, in
+query order.
 
 On disk an index is plain arrays and JSON, loaded without pickle, with a
 SHA-256 of every file in its manifest so a truncated or edited index is
@@ -23,11 +31,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from itertools import chain, count
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
+from groundkit._progress import bar
 from groundkit.artifacts import atomic_directory, dumps_json
 from groundkit.contracts import Chunk
 from groundkit.errors import ArtifactError
@@ -36,16 +49,105 @@ from groundkit.tokenizing import TokenizeParams, make_tokenizer
 # /2: the manifest records the tokenizer configuration (a mapping), not a fixed string.
 FORMAT = "groundkit-bm25/2"
 _ARRAYS = ("data", "indices", "indptr")
+# Chunks tokenized per step of the build: large enough for numpy to dominate,
+# small enough that one block's token strings stay in the tens of MB.
+_BLOCK = 8192
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
-def _bm25s():
-    import bm25s  # imported lazily: only index and retrieve need it
+def _count_terms(
+    chunks: Sequence[Chunk], tokenize: Callable[[str], list[str]], desc: str
+) -> tuple[list[str], np.ndarray, np.ndarray, list[_Block]]:
+    """Tokenize every chunk once and count its terms, block by block.
 
-    return bm25s
+    Returns the sorted vocabulary, the map from provisional term ids (order of
+    first appearance) to sorted-vocabulary ids, each chunk's token count, and
+    per block of chunks one entry per distinct (chunk, term) pair: row,
+    provisional term id, term frequency, ordered by row. Token strings live
+    only while their block is processed.
+    """
+    first_seen: defaultdict[str, int] = defaultdict(count().__next__)  # assigns ids in C, in order of appearance
+    lookup = first_seen.__getitem__
+    lengths = np.zeros(len(chunks), dtype=np.int64)
+    blocks: list[_Block] = []
+    with bar(total=len(chunks), desc=desc, unit="chunk") as progress:
+        for start in range(0, len(chunks), _BLOCK):
+            tokens = [tokenize(chunk.text) for chunk in chunks[start : start + _BLOCK]]
+            counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+            lengths[start : start + len(tokens)] = counts
+            ids = np.fromiter(map(lookup, chain.from_iterable(tokens)), dtype=np.int64, count=int(counts.sum()))
+            del tokens
+            owner = np.repeat(np.arange(start, start + len(counts), dtype=np.int64), counts)
+            # One sort per block finds each chunk's distinct terms and their counts.
+            pairs, tf = np.unique((owner << 32) | ids, return_counts=True)
+            blocks.append(_Block((pairs >> 32).astype(np.int32), (pairs & 0xFFFFFFFF).astype(np.int32),
+                                 tf.astype(np.int32)))
+            progress.update(len(counts))
+    vocab = sorted(first_seen)
+    final = np.empty(len(vocab), dtype=np.int32)
+    final[np.fromiter(map(lookup, vocab), dtype=np.int64, count=len(vocab))] = np.arange(len(vocab), dtype=np.int32)
+    return vocab, final, lengths, blocks
+
+
+class _Block(NamedTuple):
+    rows: np.ndarray
+    terms: np.ndarray
+    tfs: np.ndarray
+
+
+def _lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
+    """float32 idf per term, through ``math.log`` as bm25s does (numpy's log may differ in the last bit)."""
+    values, inverse = np.unique(df, return_inverse=True)
+    idf = np.array([math.log(1 + (n_docs - int(d) + 0.5) / (int(d) + 0.5)) for d in values], dtype=np.float64)
+    return idf.astype(np.float32)[inverse]
+
+
+def _score_matrix(
+    lengths: np.ndarray, final: np.ndarray, blocks: list[_Block], k1: float, b: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (chunk x term) weight matrix in CSC form: per term, its rows ascending.
+
+    A counting sort by term, one block at a time: blocks come in row order, so
+    appending each block's entries at its terms' write heads keeps every
+    term's rows ascending. Each block is freed once placed, so the peak is
+    about the finished matrix plus the block counts, with no global sort.
+    """
+    vocab_size = len(final)
+    df = np.zeros(vocab_size, dtype=np.int64)
+    for block in blocks:
+        df += np.bincount(block.terms, minlength=vocab_size)
+    df[final] = df.copy()  # provisional -> sorted-vocabulary order
+    idf = _lucene_idf(df, len(lengths))
+    avgdl = lengths.mean()  # the same float64 mean bm25s takes
+    # Same operations, in the same order and precision, as bm25s's _score_tfc_robertson.
+    norm = k1 * ((1 - b) + b * lengths.astype(np.float64) / avgdl)
+    indptr = np.zeros(vocab_size + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    del df
+    heads = indptr[:-1].copy()
+    data = np.empty(int(indptr[-1]), dtype=np.float32)
+    indices = np.empty(int(indptr[-1]), dtype=np.int32)
+    while blocks:
+        rows, provisional, tfs = blocks.pop(0)
+        terms = final[provisional]
+        order = np.argsort((terms.astype(np.int64) << 32) | rows)  # keys are distinct: no tie to break
+        rows, terms, tfs = rows[order], terms[order], tfs[order]
+        tf = tfs.astype(np.float64)
+        weight = idf[terms].astype(np.float64) * (tf / (norm[rows] + tf))
+        first = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
+        sizes = np.diff(np.append(first, len(terms)))
+        position = heads[terms] + (np.arange(len(terms)) - np.repeat(first, sizes))
+        data[position] = weight
+        indices[position] = rows
+        heads[terms[first]] += sizes
+    return data, indices, indptr
 
 
 class BM25Index:
@@ -67,19 +169,18 @@ class BM25Index:
         avg_tokens: float,
         tokenizer: TokenizeParams | None = None,
     ) -> None:
-        self.k1 = k1
-        self.b = b
         self.tokenizer = tokenizer or TokenizeParams()
         self._tokenize = make_tokenizer(self.tokenizer)
+        self.k1 = k1
+        self.b = b
         self.vocab = vocab
         self.rows = rows
-        self._token_ids = {token: i for i, token in enumerate(vocab)}
+        self._token_ids = dict(zip(vocab, range(len(vocab)), strict=True))
+        self._chunk_ids = np.array([row[0] for row in rows], dtype=object)  # row -> chunk id, gathered in C
         self._avg_tokens = avg_tokens
-        engine = _bm25s().BM25(k1=k1, b=b, method="lucene")
-        engine.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": len(rows)}
-        engine.vocab_dict = self._token_ids
-        engine.nonoccurrence_array = None  # only BM25L/BM25+ use it
-        self._engine = engine
+        self._data = data
+        self._indices = indices
+        self._indptr = indptr
 
     @property
     def num_chunks(self) -> int:
@@ -91,40 +192,39 @@ class BM25Index:
     ) -> BM25Index:
         """Tokenize and index ``chunks``; their order is kept as the row order."""
         tokenizer = tokenizer or TokenizeParams()
-        tokenize = make_tokenizer(tokenizer)
-        tokens = [tokenize(chunk.text) for chunk in chunks]
-        vocab = sorted({token for chunk_tokens in tokens for token in chunk_tokens})
-        token_ids = {token: i for i, token in enumerate(vocab)}
-        corpus_ids = [[token_ids[t] for t in chunk_tokens] for chunk_tokens in tokens]
-        engine = _bm25s().BM25(k1=k1, b=b, method="lucene")
+        vocab, final, lengths, blocks = _count_terms(chunks, make_tokenizer(tokenizer), desc="index")
         if vocab:
-            scores = engine.build_index_from_ids(
-                unique_token_ids=list(range(len(vocab))), corpus_token_ids=corpus_ids, show_progress=False
-            )
-            data, indices, indptr = scores["data"], scores["indices"], scores["indptr"]
+            data, indices, indptr = _score_matrix(lengths, final, blocks, k1, b)
         else:
             data = np.zeros(0, dtype=np.float32)
             indices = np.zeros(0, dtype=np.int32)
             indptr = np.zeros(1, dtype=np.int64)
-        total = sum(len(t) for t in tokens)
         return cls(
             k1=k1,
             b=b,
             vocab=vocab,
             rows=[(c.chunk_id, c.document, c.start_offset) for c in chunks],
-            data=np.ascontiguousarray(data, dtype=np.float32),
-            indices=np.ascontiguousarray(indices, dtype=np.int32),
-            indptr=np.ascontiguousarray(indptr, dtype=np.int64),
-            avg_tokens=total / len(chunks) if chunks else 0.0,
+            data=data,
+            indices=indices,
+            indptr=indptr,
+            avg_tokens=int(lengths.sum()) / len(chunks) if len(chunks) else 0.0,
             tokenizer=tokenizer,
         )
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every row for ``query`` (float32, zero where no token is shared)."""
-        ids = [self._token_ids[t] for t in self._tokenize(query) if t in self._token_ids]
-        if not ids:
-            return np.zeros(self.num_chunks, dtype=np.float32)
-        return np.asarray(self._engine.get_scores_from_ids(ids), dtype=np.float32)
+        """BM25 score of every row for ``query`` (float32, zero where no token is shared).
+
+        Summed in float32 with ``np.add.at``, one query token at a time in
+        query order, exactly as bm25s does.
+        """
+        scores = np.zeros(self.num_chunks, dtype=np.float32)
+        indptr, indices, data = self._indptr, self._indices, self._data
+        for token in self._tokenize(query):
+            term = self._token_ids.get(token)
+            if term is not None:
+                start, end = int(indptr[term]), int(indptr[term + 1])
+                np.add.at(scores, indices[start:end], data[start:end])
+        return scores
 
     def search(self, query: str, depth: int) -> list[tuple[str, float]]:
         """Top ``depth`` chunks with a score above zero, as ``(chunk_id, score)``.
@@ -132,12 +232,12 @@ class BM25Index:
         Order: score descending, then row ascending, i.e. (document path,
         start_offset). The tie-break never depends on a sort's stability.
         """
-        return [(self.rows[row][0], score) for row, score in top_k(self.scores(query), depth)]
+        rows, values = _select(self.scores(query), depth)
+        return list(zip(self._chunk_ids[rows].tolist(), values.tolist(), strict=True))
 
     def save(self, directory: str | Path) -> None:
         """Write the index atomically: arrays as .npy, everything else as JSON."""
-        arrays = {"data": self._engine.scores["data"], "indices": self._engine.scores["indices"],
-                  "indptr": self._engine.scores["indptr"]}
+        arrays = {"data": self._data, "indices": self._indices, "indptr": self._indptr}
         with atomic_directory(directory) as tmp:
             for name, array in arrays.items():
                 np.save(tmp / f"{name}.npy", array, allow_pickle=False)
@@ -211,19 +311,26 @@ class BM25Index:
         )
 
 
+def _select(scores: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and scores of :func:`top_k`, as arrays."""
+    candidates = np.flatnonzero(scores > 0)
+    values = scores[candidates]
+    if candidates.size > depth:
+        cutoff = np.partition(values, candidates.size - depth)[candidates.size - depth]
+        above = values > cutoff
+        tied = np.flatnonzero(values == cutoff)[: depth - int(np.count_nonzero(above))]
+        above[tied] = True  # candidates ascend, so the first tied rows are the lowest rows
+        candidates, values = candidates[above], values[above]
+    order = np.lexsort((candidates, -values))
+    return candidates[order], values[order]
+
+
 def top_k(scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
     """Rows with score > 0, best first, at most ``depth``; ties broken by row ascending.
 
     Selection is exact under ties: every row scoring above the cut-off value is
     kept, and rows equal to it are admitted in row order.
     """
-    candidates = np.flatnonzero(scores > 0)
-    if candidates.size > depth:
-        values = scores[candidates]
-        cutoff = np.partition(values, candidates.size - depth)[candidates.size - depth]
-        above = candidates[values > cutoff]
-        tied = candidates[values == cutoff][: depth - above.size]
-        candidates = np.concatenate([above, tied])
-    order = np.lexsort((candidates, -scores[candidates].astype(np.float64)))
-    chosen = candidates[order]
-    return [(int(row), float(scores[row])) for row in chosen]
+    rows, values = _select(scores, depth)
+    # tolist() turns float32 into the same Python floats float() would, in one call.
+    return list(zip(rows.tolist(), values.tolist(), strict=True))

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from groundkit._progress import track
 from groundkit.contracts import Chunk, Document
 
 
@@ -113,7 +114,8 @@ def chunk_whole(document: Document) -> Iterator[Chunk]:
 def chunk_documents(documents: Iterable[Document], params: ChunkParams) -> list[Chunk]:
     """Chunk every document; the result is ordered by (document path, start_offset)."""
     chunks: list[Chunk] = []
-    for document in sorted(documents, key=lambda d: d.path):
+    ordered = sorted(documents, key=lambda d: d.path)
+    for document in track(ordered, desc="chunk", unit="doc"):
         if params.strategy == "document":
             chunks.extend(chunk_whole(document))
         else:

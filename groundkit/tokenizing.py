@@ -32,6 +32,13 @@ _WORD = re.compile(r"\w+")
 
 Tokenizer = Callable[[str], list[str]]
 
+# For ASCII text, \w is exactly [A-Za-z0-9_]: lower-casing those and turning
+# every other character into a space lets str.split() find the same tokens,
+# about twice as fast as the regex (indexing a large corpus is mostly this).
+_ASCII_WORDS = {
+    code: (chr(code).lower() if chr(code).isalnum() or chr(code) == "_" else " ") for code in range(128)
+}
+
 
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into lower-cased ``\\w+`` tokens (the default tokenizer).
@@ -39,6 +46,8 @@ def tokenize(text: str) -> list[str]:
     >>> tokenize("Snapshot isolation, re-tried 3x!")
     ['snapshot', 'isolation', 're', 'tried', '3x']
     """
+    if text.isascii():
+        return text.translate(_ASCII_WORDS).split()
     return _WORD.findall(text.lower())
 
 
@@ -97,7 +106,7 @@ def make_tokenizer(params: TokenizeParams | None = None) -> Tokenizer:
         stem_words = Stemmer.Stemmer(params.stemmer).stemWords
 
     def configured(text: str) -> list[str]:
-        tokens = [t for t in _WORD.findall(text.lower()) if t not in stop]
+        tokens = [t for t in tokenize(text) if t not in stop]
         return stem_words(tokens) if stem_words is not None else tokens
 
     return configured

@@ -148,3 +148,50 @@ def test_index_of_an_older_format_is_refused(tmp_path):
     path.write_text(json.dumps(manifest))
     with pytest.raises(ArtifactError, match="not a valid index manifest"):
         BM25Index.load(tmp_path / "index")
+
+
+def _generated_texts(seed: int) -> list[str]:
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(300)] + ["café", "ß", "naïve", "İstanbul"]
+    weights = [1 / (i + 1) for i in range(len(vocab))]
+    texts = [" ".join(rng.choices(vocab, weights, k=rng.randint(1, 80))) for _ in range(150)]
+    texts[7] = "--- !!!"  # a chunk without a single token
+    texts[9] = texts[8]  # identical chunks
+    return texts
+
+
+def _saved_arrays(index: BM25Index, directory) -> dict[str, np.ndarray]:
+    index.save(directory)
+    return {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in ("data", "indices", "indptr")}
+
+
+@pytest.mark.parametrize(("k1", "b"), [(1.2, 0.75), (0.9, 0.4), (2.0, 1.0), (1.5, 0.0)])
+def test_matrix_and_query_scores_are_bit_identical_to_bm25s(tmp_path, k1, b):
+    import bm25s
+
+    texts = _generated_texts(11)
+    index = BM25Index.build(make_chunks(texts), k1=k1, b=b)
+    ids = {token: i for i, token in enumerate(index.vocab)}
+    engine = bm25s.BM25(k1=k1, b=b, method="lucene")
+    reference = engine.build_index_from_ids(
+        unique_token_ids=list(range(len(ids))), corpus_token_ids=[[ids[t] for t in tokenize(x)] for x in texts],
+        show_progress=False,
+    )
+    ours = _saved_arrays(index, tmp_path / "index")
+    assert ours["data"].dtype == np.float32 and np.array_equal(ours["data"], reference["data"])
+    assert np.array_equal(ours["indices"], reference["indices"])
+    assert np.array_equal(ours["indptr"], reference["indptr"])
+    engine.scores = reference
+    for query in ["w0 w1 w1 w250", "café naïve w3", "w299", "nothing here"]:
+        query_ids = [ids[t] for t in tokenize(query) if t in ids]
+        expected = engine.get_scores_from_ids(query_ids) if query_ids else np.zeros(len(texts), dtype=np.float32)
+        assert index.scores(query).tobytes() == np.asarray(expected, dtype=np.float32).tobytes()
+
+
+def test_block_boundaries_do_not_change_the_index(tmp_path, monkeypatch):
+    chunks = make_chunks(_generated_texts(12))
+    whole = _saved_arrays(BM25Index.build(chunks, k1=1.2, b=0.75), tmp_path / "whole")
+    monkeypatch.setattr("groundkit.bm25._BLOCK", 7)
+    blocked = _saved_arrays(BM25Index.build(chunks, k1=1.2, b=0.75), tmp_path / "blocked")
+    for name, array in whole.items():
+        assert array.tobytes() == blocked[name].tobytes()

@@ -54,3 +54,21 @@ def test_stopwords_are_removed_before_stemming():
 def test_unknown_stemmer_is_rejected():
     with pytest.raises(ValueError, match="unknown stemmer"):
         TokenizeParams(stemmer="klingon")
+
+
+def test_ascii_fast_path_matches_the_regex_on_every_ascii_character():
+    # The ASCII path (translate + split) must give exactly what lower() + \w+ gives.
+    import random
+    import re
+
+    word = re.compile(r"\w+")
+    every = "".join(chr(c) for c in range(128))
+    # In code-point order: digits, A-Z (lower-cased), "[\\]^" split, "_" alone before "`", then a-z.
+    alphabet = "abcdefghijklmnopqrstuvwxyz"
+    assert tokenize(every) == word.findall(every.lower()) == ["0123456789", alphabet, "_", alphabet]
+    rng = random.Random(3)
+    for _ in range(500):
+        text = "".join(rng.choice(every) for _ in range(rng.randint(0, 60)))
+        assert tokenize(text) == word.findall(text.lower())
+        mixed = text + rng.choice(["é", "ß", "İ", "Ⅻ", "\u00a0"])  # non-ASCII: the regex path
+        assert tokenize(mixed) == word.findall(mixed.lower())

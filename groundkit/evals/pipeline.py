@@ -8,31 +8,21 @@ function takes its input and output paths as arguments; none is hard-coded.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from groundkit import __version__
-from groundkit.artifacts import (
-    atomic_directory,
-    atomic_write_lines,
-    atomic_write_text,
-    csv_text,
-    dumps_json,
-    model_line,
-    read_json,
-    read_models,
-)
-from groundkit.bm25 import BM25Index
-from groundkit.chunking import ChunkParams, chunk_documents
-from groundkit.contracts import Chunk, Document
-from groundkit.documents import corpus_hash, file_hash, load_corpus
-from groundkit.errors import ArtifactError
-from groundkit.evals.audit import AuditParams, AuditReport, audit, check_audit
-from groundkit.evals.corpus import Category, load_judgments
-from groundkit.evals.schema import RunMetadata
-from groundkit.evals.scoring import budget_curve, hit_rate_curve, score_passages, score_rankings
-from groundkit.evals.spans import ResolvedJudgment, resolve_judgments
-from groundkit.evals.trec import qrels_lines, read_run, run_lines, run_tag
-from groundkit.params import BM25Params, Params
-from groundkit.tokenizing import TokenizeParams
+# Each stage runs in a fresh interpreter, and under `dvc repro` start-up is a
+# large share of a stage's time: a step imports what it alone needs, inside
+# the function, so that no stage pays for another's modules (numpy above all).
+from groundkit.artifacts import atomic_write_lines, atomic_write_text, dumps_json, model_line, read_json, read_models
+
+if TYPE_CHECKING:
+    from groundkit.bm25 import BM25Index
+    from groundkit.chunking import ChunkParams
+    from groundkit.contracts import Chunk
+    from groundkit.evals.audit import AuditParams, AuditReport
+    from groundkit.evals.spans import ResolvedJudgment
+    from groundkit.params import BM25Params, Params
+    from groundkit.tokenizing import TokenizeParams
 
 
 def validate_judgments(
@@ -45,6 +35,10 @@ def validate_judgments(
     tokenizer: TokenizeParams | None = None,
 ) -> AuditReport:
     """Check the judgments file, audit it against the corpus (with the index's tokenizer), record the hashes."""
+    from groundkit.documents import corpus_hash, file_hash, load_corpus
+    from groundkit.evals.audit import audit, check_audit
+    from groundkit.evals.corpus import Category, load_judgments
+
     loaded = load_judgments(judgments)
     report = audit(load_corpus(corpus_root), loaded, tokenizer)
     check_audit(report, params, str(judgments))
@@ -62,6 +56,10 @@ def validate_judgments(
 
 def resolve_spans(corpus_root: Path, judgments: Path, out_documents: Path, out_spans: Path) -> list[ResolvedJudgment]:
     """Load the corpus and resolve every gold quote; write the corpus snapshot and the spans."""
+    from groundkit.documents import load_corpus
+    from groundkit.evals.corpus import load_judgments
+    from groundkit.evals.spans import resolve_judgments
+
     documents = load_corpus(corpus_root)
     loaded = load_judgments(judgments)
     resolved = resolve_judgments(
@@ -75,6 +73,9 @@ def resolve_spans(corpus_root: Path, judgments: Path, out_documents: Path, out_s
 
 def chunk(documents: Path, params: ChunkParams, out_chunks: Path) -> list[Chunk]:
     """Chunk the validated corpus snapshot."""
+    from groundkit.chunking import chunk_documents
+    from groundkit.contracts import Document
+
     chunks = chunk_documents(read_models(documents, Document, producer="resolve-spans"), params)
     atomic_write_lines(out_chunks, (model_line(c) for c in chunks), seal=True)
     return chunks
@@ -82,6 +83,9 @@ def chunk(documents: Path, params: ChunkParams, out_chunks: Path) -> list[Chunk]
 
 def index(chunks: Path, params: BM25Params, out_index: Path, *, tokenizer: TokenizeParams | None = None) -> BM25Index:
     """Build and save the BM25 index over the chunks; the manifest records the tokenizer."""
+    from groundkit.bm25 import BM25Index
+    from groundkit.contracts import Chunk
+
     built = BM25Index.build(
         read_models(chunks, Chunk, producer="chunk"), k1=params.k1, b=params.b, tokenizer=tokenizer
     )
@@ -95,6 +99,7 @@ def embed(chunks: Path, params: Params, out_embeddings: Path, *, progress: bool 
     The second case never imports torch, which is what keeps the default BM25
     pipeline free of the dense extra.
     """
+    from groundkit.contracts import Chunk
     from groundkit.dense import save_embeddings
 
     chunk_list = read_models(chunks, Chunk, producer="chunk") if params.retrieve.needs_embeddings else []
@@ -118,6 +123,11 @@ def retrieve(
     Writes a TREC run and ``passages.jsonl``: the passages of an external run
     (which are not chunks), empty for every other retriever.
     """
+    from groundkit._progress import track
+    from groundkit.contracts import Chunk, Document
+    from groundkit.evals.spans import ResolvedJudgment
+    from groundkit.evals.trec import run_lines, run_tag
+
     judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
     depth = params.retrieve.depth
     passages: dict[str, Chunk] = {}
@@ -136,7 +146,8 @@ def retrieve(
 
         chunk_list = read_models(chunks, Chunk, producer="chunk")
         retriever = build_retriever(params, chunk_list, index_dir, embeddings_dir)
-        rankings = {j.query_id: retriever.search(j.query, depth) for j in judgments}
+        rankings = {j.query_id: retriever.search(j.query, depth)
+                    for j in track(judgments, desc="retrieve", unit="query")}
     ordered = sorted(passages.values(), key=lambda p: (p.document, p.start_offset, p.end_offset))
     atomic_write_lines(out_passages, (model_line(p) for p in ordered), seal=True)
     atomic_write_lines(out_run, run_lines(rankings, run_tag(params.retrieve.retriever)), seal=True)
@@ -158,6 +169,15 @@ def score(
     out_plots: Path,
 ) -> dict[str, object]:
     """Derive qrels, score the run, and write metrics.json, per-query rows, plot data and run metadata."""
+    from groundkit import __version__
+    from groundkit.artifacts import atomic_directory, csv_text
+    from groundkit.contracts import Chunk
+    from groundkit.errors import ArtifactError
+    from groundkit.evals.schema import RunMetadata
+    from groundkit.evals.scoring import budget_curve, hit_rate_curve, score_passages, score_rankings
+    from groundkit.evals.spans import ResolvedJudgment
+    from groundkit.evals.trec import qrels_lines, read_run
+
     judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
     external = params.retrieve.retriever == "external"
     # An external run ranks its own passages; every other retriever ranks the chunks.

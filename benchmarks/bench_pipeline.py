@@ -1,0 +1,248 @@
+"""Pipeline overhead: `dvc repro -f` of the six stages against six trivial Python stages under DVC.
+
+    python benchmarks/bench_pipeline.py [--rev REV] [--repeats 3]
+
+Two temporary git + DVC repositories are measured in the same run, alternately:
+
+- groundkit: the working tree (or ``git archive REV`` with ``--rev``), its
+  dvc.yaml, params and committed corpus. Stages import groundkit from that
+  copy (PYTHONPATH), not from the installed package.
+- floor: six ``python -c`` stages that import only ``sys`` and copy their
+  first dep to their outs, with the same dependency chain, the same corpus
+  and judgments as deps, and the same params sections.
+
+The ratio groundkit / floor is what groundkit's own work and imports add to
+the unavoidable cost of DVC plus six interpreter start-ups. Wall time and CPU
+time (user + system of DVC and all its stages) are both shown: on a shared
+machine the CPU time is the steadier of the two. Then each
+stage's dvc.yaml command is run once more under ``python -X importtime`` to
+show what it imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import REPO, print_machine
+
+# The same chain as dvc.yaml: each stage's deps and outs, nothing else.
+COPY = ("import os, sys; os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True); "
+        "open(sys.argv[2], 'w').write(open(sys.argv[1]).read())")
+LAST = ("import os, sys; os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True); "
+        "open(sys.argv[1]).read(); open(sys.argv[2], 'w').write('{}')")
+FLOOR_DVC_YAML = f"""stages:
+  validate-judgments:
+    cmd: python -c "{COPY}" evals/judgments.jsonl build/validation.json
+    deps: [evals/judgments.jsonl, evals/corpus]
+    params: [corpus, audit]
+    outs: [build/validation.json]
+  resolve-spans:
+    cmd: python -c "{COPY}" build/validation.json build/documents.jsonl
+    deps: [build/validation.json, evals/judgments.jsonl, evals/corpus]
+    params: [corpus]
+    outs: [build/documents.jsonl]
+  chunk:
+    cmd: python -c "{COPY}" build/documents.jsonl build/chunks.jsonl
+    deps: [build/documents.jsonl]
+    params: [chunk]
+    outs: [build/chunks.jsonl]
+  index:
+    cmd: python -c "{COPY}" build/chunks.jsonl build/index.json
+    deps: [build/chunks.jsonl]
+    params: [bm25]
+    outs: [build/index.json]
+  retrieve:
+    cmd: python -c "{COPY}" build/index.json build/run.trec
+    deps: [build/index.json, build/documents.jsonl]
+    params: [retrieve]
+    outs: [build/run.trec]
+  score:
+    cmd: python -c "{LAST}" build/run.trec metrics/metrics.json
+    deps: [build/run.trec, build/chunks.jsonl, build/validation.json]
+    params: [chunk, bm25, retrieve, score]
+    metrics:
+      - metrics/metrics.json:
+          cache: false
+"""
+
+
+def _env(root: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(root),
+        "DVC_NO_ANALYTICS": "1",
+        "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@groundkit.invalid",
+        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@groundkit.invalid",
+    }
+
+
+def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run(cmd, cwd=cwd, env=_env(cwd), capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        sys.exit(f"error: {' '.join(cmd)} failed in {cwd}:\n{out.stdout}\n{out.stderr}")
+    return out
+
+
+def _commit(root: Path) -> None:
+    _run(["git", "init", "-q", "-b", "main"], root)
+    _run(["git", "add", "-A"], root)
+    _run(["git", "commit", "-q", "-m", "bench"], root)
+
+
+def groundkit_repo(dest: Path, rev: str | None) -> Path:
+    """A git + DVC repository holding groundkit's tree (working tree, or ``rev``)."""
+    dest.mkdir(parents=True)
+    if rev:
+        archive = subprocess.run(["git", "archive", rev], cwd=REPO, capture_output=True, check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(dest, filter="data")
+    else:
+        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                                cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
+        for rel in filter(None, listed):
+            if (REPO / rel).is_file():
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(REPO / rel, dest / rel)
+    _commit(dest)
+    return dest
+
+
+def floor_repo(dest: Path) -> Path:
+    """Six trivial stages with groundkit's dependency chain, corpus, judgments and params."""
+    dest.mkdir(parents=True)
+    shutil.copytree(REPO / "evals", dest / "evals")
+    shutil.copy2(REPO / "params.yaml", dest / "params.yaml")
+    shutil.copy2(REPO / ".dvcignore", dest / ".dvcignore")
+    shutil.copytree(REPO / ".dvc", dest / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp"))
+    (dest / "dvc.yaml").write_text(FLOOR_DVC_YAML, encoding="utf-8")
+    (dest / "metrics").mkdir()
+    (dest / ".gitignore").write_text("/build/\n", encoding="utf-8")
+    _commit(dest)
+    return dest
+
+
+def timed_repro(root: Path) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (user + system, DVC and every stage it ran) of one ``dvc repro -f``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    out = _run(["dvc", "repro", "-f"], root)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ran = re.findall(r"Running stage '([^']+)'", out.stdout + out.stderr)
+    if len(ran) != 6:
+        sys.exit(f"error: expected six stages to run in {root}, saw {ran}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
+
+
+def _stage_commands(root: Path) -> dict[str, str]:
+    """Each stage's command from dvc.yaml, with ${...} filled in from params.yaml."""
+    import yaml
+
+    stages = yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
+
+    def value(match: re.Match[str]) -> str:
+        node = params
+        for part in match.group(1).split("."):
+            node = node[part]
+        return str(node)
+
+    return {name: re.sub(r"\$\{([^}]+)\}", value, stage["cmd"]) for name, stage in stages.items()}
+
+
+def stages_cpu(root: Path, repeats: int) -> float:
+    """CPU seconds of the six stage commands run directly, without DVC (sum of each one's fastest run)."""
+    total = 0.0
+    for cmd in _stage_commands(root).values():
+        best = float("inf")
+        for _ in range(repeats):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            out = subprocess.run(cmd, shell=True, cwd=root, env=_env(root), capture_output=True, text=True, check=False)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if out.returncode != 0:
+                sys.exit(f"error: {cmd} failed:\n{out.stderr}")
+            best = min(best, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+        total += best
+    return total
+
+
+def import_times(root: Path) -> list[tuple[str, float, str]]:
+    """Per stage, run for real under ``-X importtime``: total import time and its top packages (self time)."""
+    rows = []
+    for name, cmd in _stage_commands(root).items():
+        args = cmd.split()
+        assert args[0] == "python", cmd
+        out = subprocess.run([sys.executable, "-X", "importtime", *args[1:]], cwd=root, env=_env(root),
+                             capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            sys.exit(f"error: {cmd} failed:\n{out.stderr}")
+        total = 0
+        by_package: dict[str, int] = {}
+        for line in out.stderr.splitlines():
+            match = re.match(r"import time:\s+(\d+) \|\s+\d+ \| (\s*)(\S+)", line)
+            if not match:
+                continue
+            self_us, package = int(match.group(1)), match.group(3).split(".")[0]
+            total += self_us
+            by_package[package] = by_package.get(package, 0) + self_us
+        top = sorted(by_package.items(), key=lambda kv: -kv[1])[:5]
+        rows.append((name, total / 1000, ", ".join(f"{k} {v / 1000:.0f}" for k, v in top)))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rev", default=None, help="measure this git revision instead of the working tree")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    print_machine()
+    with tempfile.TemporaryDirectory(prefix="groundkit-bench-pipeline-") as tmp:
+        ours = groundkit_repo(Path(tmp) / "groundkit", args.rev)
+        floor = floor_repo(Path(tmp) / "floor")
+        # First runs warm the disk cache and fill each repository's DVC cache; they are not counted.
+        timed_repro(ours)
+        timed_repro(floor)
+        t_ours, t_floor = [], []
+        for _ in range(args.repeats):
+            t_ours.append(timed_repro(ours))
+            t_floor.append(timed_repro(floor))
+        label = args.rev or "working tree"
+        wall_ours, wall_floor = min(w for w, _ in t_ours), min(w for w, _ in t_floor)
+        cpu_ours, cpu_floor = min(c for _, c in t_ours), min(c for _, c in t_floor)
+        print(f"\ndvc repro -f, fastest of {args.repeats} alternating runs (wall: groundkit "
+              f"{', '.join(f'{w:.2f}' for w, _ in t_ours)} s; floor {', '.join(f'{w:.2f}' for w, _ in t_floor)} s)")
+        print("| pipeline | wall s | ratio | CPU s | ratio |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        print(f"| groundkit ({label}) | {wall_ours:.2f} | {wall_ours / wall_floor:.2f}x "
+              f"| {cpu_ours:.2f} | {cpu_ours / cpu_floor:.2f}x |")
+        print(f"| six trivial stages (floor) | {wall_floor:.2f} | 1.00x | {cpu_floor:.2f} | 1.00x |")
+        print("target: at most 1.5x")
+        # Where the difference goes: the stage commands alone, and what is left for DVC itself.
+        ours_stages, floor_stages = stages_cpu(ours, args.repeats), stages_cpu(floor, args.repeats)
+        print("\n| CPU s | stage commands run directly | DVC's own share (repro CPU minus stages) |")
+        print("| --- | ---: | ---: |")
+        print(f"| groundkit | {ours_stages:.2f} | {cpu_ours - ours_stages:.2f} |")
+        print(f"| floor | {floor_stages:.2f} | {cpu_floor - floor_stages:.2f} |")
+        print("\n| stage (its dvc.yaml command, -X importtime) | imports, ms | largest packages, ms of own time |")
+        print("| --- | ---: | --- |")
+        for stage, total, shown in import_times(ours):
+            print(f"| {stage} | {total:.0f} | {shown} |")
+
+
+if __name__ == "__main__":
+    main()

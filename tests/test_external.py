@@ -66,7 +66,10 @@ def test_external_run_scored_by_hand(tiny_corpus, tmp_path, by):
     corpus, documents, resolved = _load(tiny_corpus)
     run = read_external_run(_write_run(tmp_path / "run.jsonl", corpus, by=by), documents, QUERIES)
     result, qrels = score_passages(resolved, run, [1, 3])
-    per = {q.query_id: q for q in result.queries}
+    # The cost-side metrics (chars@k) are checked against groundkit's own chunks in the next test.
+    per = {q.query_id: q.model_copy(update={"metrics": {k: v for k, v in q.metrics.items()
+                                                        if not k.startswith("chars@")}})
+           for q in result.queries}
     g3 = 1 / math.log2(3)
     assert per["q1"].metrics == pytest.approx({"recall@1": 0, "recall@3": 1, "mrr": 0.5, "ndcg@1": 0, "ndcg@3": g3})
     # Two gold spans, one retrieved: the ideal has two positions.
@@ -89,12 +92,15 @@ def test_chunks_given_as_an_external_run_score_like_groundkit(tiny_corpus):
     chunks = chunk_documents(documents.values(), ChunkParams(size=40))
     # A fixed, arbitrary ranking: every chunk, in reverse corpus order, for every query but q4.
     ranking = list(reversed(chunks))
-    native, _ = score_rankings(resolved, chunks, {q: [c.chunk_id for c in ranking] for q in QUERIES[:3]}, [1, 3])
-    external, _ = score_passages(resolved, {q: ranking for q in QUERIES[:3]}, [1, 3])
+    budgets = [30, 60, 120]
+    native, _ = score_rankings(resolved, chunks, {q: [c.chunk_id for c in ranking] for q in QUERIES[:3]}, [1, 3],
+                               budgets)
+    external, _ = score_passages(resolved, {q: ranking for q in QUERIES[:3]}, [1, 3], budgets)
     assert max(q.first_gold_rank or 0 for q in native.queries) > 1  # not trivially all at rank 1
     for a, b in zip(native.queries[:3], external.queries[:3], strict=True):
-        assert {k: a.metrics[k] for k in ("recall@1", "recall@3", "mrr")} == \
-            {k: b.metrics[k] for k in ("recall@1", "recall@3", "mrr")}
+        same = ("recall@1", "recall@3", "mrr", "chars@1", "chars@3", "recall@30chars", "recall@60chars",
+                "recall@120chars")
+        assert {k: a.metrics[k] for k in same} == {k: b.metrics[k] for k in same}
         assert a.first_gold_rank == b.first_gold_rank
 
 

@@ -172,7 +172,7 @@ class Params(_Section):
         retriever = self.retrieve.retriever
         exclude: set[str] = {"corpus", "audit"}
         if retriever not in ("bm25", "hybrid"):
-            exclude.add("bm25")
+            exclude |= {"bm25", "tokenize"}
         if retriever not in ("dense", "hybrid"):
             exclude.add("dense")
         if retriever != "hybrid":

@@ -53,12 +53,12 @@ def test_yaml_syntax_error_names_the_line(tmp_path):
 
 def test_result_params_keep_only_what_the_retriever_reads():
     bm25 = load_params(None).result_params()
-    assert sorted(bm25) == ["bm25", "chunk", "retrieve", "score"]
+    assert sorted(bm25) == ["bm25", "chunk", "retrieve", "score", "tokenize"]
     assert bm25["retrieve"] == {"depth": 100, "retriever": "bm25"}
     dense = load_params(None, ["retrieve.retriever=dense"]).result_params()
     assert sorted(dense) == ["chunk", "dense", "retrieve", "score"]
     hybrid = load_params(None, ["retrieve.retriever=hybrid"]).result_params()
-    assert sorted(hybrid) == ["bm25", "chunk", "dense", "hybrid", "retrieve", "score"]
+    assert sorted(hybrid) == ["bm25", "chunk", "dense", "hybrid", "retrieve", "score", "tokenize"]
     external = load_params(None, ["retrieve.retriever=external", "retrieve.run=/abs/run.jsonl"]).result_params()
     assert external == {"retrieve": {"depth": 100, "retriever": "external"}, "score": {"ks": [1, 3, 5, 10]}}
     custom = load_params(None, ["retrieve.retriever=python:m:f", "retrieve.options={a: 1}"]).result_params()

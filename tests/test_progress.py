@@ -22,20 +22,24 @@ SCRIPT = """
 import sys
 from pathlib import Path
 from groundkit import _progress
-from groundkit.bm25 import BM25Index
-from groundkit.chunking import ChunkParams, chunk_documents
+from groundkit.artifacts import atomic_write_lines, model_line
+from groundkit.chunking import ChunkParams
 from groundkit.contracts import Document
 from groundkit.evals import pipeline
-from groundkit.params import RetrieveParams
+from groundkit.params import load_params
 
 _progress.DELAY_S = 0
 work = Path(sys.argv[1])
 documents = [Document(path=f"d{i}.md", text=f"alpha beta gamma {i} " * 40) for i in range(5)]
-chunks = chunk_documents(documents, ChunkParams(size=100))
-BM25Index.build(chunks, k1=1.2, b=0.75).save(work / "index")
-(work / "spans.jsonl").write_text(
-    '{"query_id": "q1", "query": "alpha", "category": "factoid", "spans": []}\\n', encoding="utf-8")
-pipeline.retrieve(work / "index", work / "spans.jsonl", RetrieveParams(depth=5), work / "run.trec")
+atomic_write_lines(work / "documents.jsonl", (model_line(d) for d in documents), seal=True)
+pipeline.chunk(work / "documents.jsonl", ChunkParams(size=100), work / "chunks.jsonl")
+params = load_params(None, ["retrieve.depth=10"])
+pipeline.index(work / "chunks.jsonl", params.bm25, work / "index")
+pipeline.embed(work / "chunks.jsonl", params, work / "embeddings")
+atomic_write_lines(work / "spans.jsonl",
+                   ['{"category": "factoid", "query": "alpha", "query_id": "q1", "spans": []}'], seal=True)
+pipeline.retrieve(work / "chunks.jsonl", work / "documents.jsonl", work / "index", work / "embeddings",
+                  work / "spans.jsonl", params, out_run=work / "run.trec", out_passages=work / "passages.jsonl")
 print("done")
 """
 

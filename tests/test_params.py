@@ -60,6 +60,7 @@ def test_result_params_keep_only_what_the_retriever_reads():
     hybrid = load_params(None, ["retrieve.retriever=hybrid"]).result_params()
     assert sorted(hybrid) == ["bm25", "chunk", "dense", "hybrid", "retrieve", "score", "tokenize"]
     external = load_params(None, ["retrieve.retriever=external", "retrieve.run=/abs/run.jsonl"]).result_params()
-    assert external == {"retrieve": {"depth": 100, "retriever": "external"}, "score": {"ks": [1, 3, 5, 10]}}
+    assert external == {"retrieve": {"depth": 100, "retriever": "external"},
+                        "score": {"ks": [1, 3, 5, 10], "budgets": [500, 1000, 2000]}}
     custom = load_params(None, ["retrieve.retriever=python:m:f", "retrieve.options={a: 1}"]).result_params()
     assert custom["retrieve"]["options"] == {"a": 1}

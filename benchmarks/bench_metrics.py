@@ -28,6 +28,7 @@ from _common import best_of, print_machine
 
 N_DOCS, CHUNKS_PER_DOC, CHUNK_CHARS = 2_000, 20, 500
 KS = [1, 3, 5, 10]
+BUDGETS = [500, 1000, 2000]  # the default score.budgets: the score stage computes these too
 
 
 def synthetic(n_queries: int, depth: int, seed: int = 7):
@@ -56,7 +57,7 @@ def synthetic(n_queries: int, depth: int, seed: int = 7):
             doc, i = f"d{rng.randrange(N_DOCS):05d}.md", rng.randrange(CHUNKS_PER_DOC - 1)
             start = i * CHUNK_CHARS + rng.randrange(0, 400)
             end = start + (200 if rng.random() < 1 / 3 else 50)  # 200 from >= 400 crosses into chunk i + 1
-            spans.append(ResolvedSpan(document=doc, quote="x", start=start, end=end))
+            spans.append(ResolvedSpan(document=doc, quote="x" * (end - start), start=start, end=end))
             gold.append(by_position[(doc, i)])
         judgments.append(ResolvedJudgment(query_id=query_id, query="x", category=rng.choice(answerable), spans=spans))
         ranking = rng.sample(all_ids, depth)
@@ -83,7 +84,7 @@ def main() -> None:
     judgments, chunks, rankings = synthetic(args.queries, args.depth)
 
     def ours():
-        result, qrels = score_rankings(judgments, chunks, rankings, KS)
+        result, qrels = score_rankings(judgments, chunks, rankings, KS, BUDGETS)
         return result, qrels, result.summary(), result.per_query_csv()
 
     result, qrels, _, _ = ours()

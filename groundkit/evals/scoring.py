@@ -34,7 +34,8 @@ def score_rankings(
     Returns the result and the derived qrels (answerable queries only).
     """
     qrels = relevant_chunk_ids((j for j in resolved if j.category is not Category.NO_ANSWER), chunks)
-    by_id = {c.chunk_id: c for c in chunks}
+    located = {c.chunk_id: _passage(c) for c in chunks}
+    reach = _Reach(ks, budgets)
     results = []
     for judgment in resolved:
         ranking = list(rankings.get(judgment.query_id, ()))
@@ -43,7 +44,7 @@ def score_rankings(
                                        retrieved=len(ranking), gold_chunks=0, first_gold_rank=None, metrics={}))
             continue
         gold = qrels[judgment.query_id]
-        passages = [_passage(by_id[c]) for c in ranking]
+        passages = reach.prefix(ranking, located)
         spans = [(s.document, s.start, s.end) for s in judgment.spans]
         metrics = {f"recall@{k}": recall_at_k(ranking, gold, k) for k in ks}
         metrics["mrr"] = mrr(ranking, gold)
@@ -58,6 +59,29 @@ def score_rankings(
 
 def _passage(chunk: Chunk) -> Passage:
     return (chunk.document, chunk.start_offset, chunk.end_offset)
+
+
+class _Reach:
+    """How much of a ranking the cost-side metrics read: the top max(ks), and enough to fill the largest budget.
+
+    Locating all ``depth`` passages of every query would dominate scoring time; chars@k and the
+    budget walk never look further than this prefix.
+    """
+
+    def __init__(self, ks: Sequence[int], budgets: Sequence[int]) -> None:
+        self.k = max(ks, default=0)
+        self.budget = max(budgets, default=0)
+
+    def prefix(self, ranking: Sequence[str], located: Mapping[str, Passage]) -> list[Passage]:
+        out: list[Passage] = []
+        used = 0
+        for rank, chunk_id in enumerate(ranking, start=1):
+            if rank > self.k and used >= self.budget:
+                break
+            passage = located[chunk_id]
+            out.append(passage)
+            used += passage[2] - passage[1]
+        return out
 
 
 def hit_rate_curve(result: StageResult, depth: int) -> list[dict[str, object]]:

@@ -64,6 +64,15 @@ def csv_text(rows: Iterable[dict[str, Any]], columns: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB blocks so large arrays never sit in memory twice."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def seal_path(path: str | Path) -> Path:
     """Where the seal of artifact ``path`` lives: ``NAME.sha256`` beside it."""
     path = Path(path)

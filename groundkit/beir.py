@@ -40,7 +40,6 @@ written into a temporary directory renamed into place only on success.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sys
@@ -51,7 +50,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundkit._validation import describe
-from groundkit.artifacts import atomic_directory, dumps_json
+from groundkit.artifacts import atomic_directory, dumps_json, file_sha256
 from groundkit.errors import DatasetError
 from groundkit.evals.corpus import Category, GoldSpan, Judgment
 
@@ -76,14 +75,6 @@ def document_text(title: str, text: str) -> str:
 
 def _normalise(value: str) -> str:
     return value.replace("\r\n", "\n").replace("\r", "\n").strip()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _require_file(path: Path) -> None:
@@ -321,9 +312,9 @@ def import_beir(
             "format": FORMAT,
             "split": split,
             "sources": {
-                "corpus.jsonl": _sha256(corpus_path),
-                "queries.jsonl": _sha256(queries_path),
-                f"qrels/{split}.tsv": _sha256(qrels_path),
+                "corpus.jsonl": file_sha256(corpus_path),
+                "queries.jsonl": file_sha256(queries_path),
+                f"qrels/{split}.tsv": file_sha256(qrels_path),
             },
             "documents": len(written),
             "documents_dropped_empty": dropped,

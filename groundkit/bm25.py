@@ -29,7 +29,6 @@ configuration, so a loaded index tokenizes queries the way its chunks were.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections import defaultdict
@@ -41,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from groundkit._progress import bar
-from groundkit.artifacts import atomic_directory, dumps_json
+from groundkit.artifacts import atomic_directory, dumps_json, file_sha256
 from groundkit.contracts import Chunk
 from groundkit.errors import ArtifactError
 from groundkit.tokenizing import TokenizeParams, make_tokenizer
@@ -52,14 +51,6 @@ _ARRAYS = ("data", "indices", "indptr")
 # Chunks tokenized per step of the build: large enough for numpy to dominate,
 # small enough that one block's token strings stay in the tens of MB.
 _BLOCK = 8192
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _count_terms(
@@ -245,7 +236,7 @@ class BM25Index:
             (tmp / "rows.json").write_text(
                 json.dumps([list(row) for row in self.rows], ensure_ascii=False) + "\n", encoding="utf-8"
             )
-            files = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
+            files = {p.name: file_sha256(p) for p in sorted(tmp.iterdir())}
             manifest = {
                 "format": FORMAT,
                 "k1": self.k1,
@@ -283,7 +274,7 @@ class BM25Index:
             raise ArtifactError(manifest_path, f"lists files {sorted(files)}, expected {sorted(expected)}", fix=fix)
         for name, digest in sorted(files.items()):
             path = directory / name
-            if not path.is_file() or _sha256(path) != digest:
+            if not path.is_file() or file_sha256(path) != digest:
                 raise ArtifactError(
                     path, "does not match the SHA-256 recorded in manifest.json: truncated or edited", fix=fix
                 )

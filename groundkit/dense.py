@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from groundkit.artifacts import atomic_directory, dumps_json
+from groundkit.artifacts import atomic_directory, dumps_json, file_sha256
 from groundkit.contracts import Chunk
 from groundkit.errors import ArtifactError, DependencyError, ParamsError
 from groundkit.params import DenseParams
@@ -44,14 +44,6 @@ INSTALL_HINT = "pip install -e '.[dense]' (installs torch (CPU build), transform
 
 def _sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def chunk_ids_sha256(chunks: Sequence[Chunk]) -> str:
@@ -92,7 +84,7 @@ def model_fingerprint(model_dir: Path) -> str:
         rel = path.relative_to(model_dir).as_posix()
         if rel.startswith(".") or rel == "README.md":
             continue  # documentation and git metadata do not change the vectors
-        digest.update(rel.encode("utf-8") + b"\0" + _sha256_file(path).encode("ascii") + b"\n")
+        digest.update(rel.encode("utf-8") + b"\0" + file_sha256(path).encode("ascii") + b"\n")
     return digest.hexdigest()
 
 
@@ -187,7 +179,7 @@ def save_embeddings(directory: str | Path, chunks: Sequence[Chunk], params: Dens
                 "num_chunks": len(chunks),
                 "dim": int(vectors.shape[1]) if vectors.size else 0,
                 "chunk_ids_sha256": chunk_ids_sha256(chunks),
-                "files": {"embeddings.npy": _sha256_file(tmp / "embeddings.npy")},
+                "files": {"embeddings.npy": file_sha256(tmp / "embeddings.npy")},
             }
         (tmp / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
     return manifest
@@ -210,7 +202,7 @@ def load_embeddings(directory: str | Path, chunks: Sequence[Chunk], encoder: Enc
         raise ArtifactError(manifest_path, "holds no embeddings: the embed stage ran for a retriever without them",
                             fix="re-run the embed stage with retrieve.retriever dense or hybrid (dvc repro)")
     path = directory / "embeddings.npy"
-    if not path.is_file() or _sha256_file(path) != manifest.get("files", {}).get("embeddings.npy"):
+    if not path.is_file() or file_sha256(path) != manifest.get("files", {}).get("embeddings.npy"):
         raise ArtifactError(path, "does not match the SHA-256 in manifest.json: truncated or edited", fix=_fix())
     if manifest.get("chunk_ids_sha256") != chunk_ids_sha256(chunks):
         raise ArtifactError(manifest_path, "embeds other chunks than chunks.jsonl holds", fix=_fix())

@@ -25,8 +25,7 @@ import hashlib
 import importlib
 import json
 import os
-import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -129,11 +128,11 @@ class Encoder:
         """Embed ``texts`` in batches of ``batch_size``; a tqdm bar on stderr when asked and stderr is a TTY."""
         torch, tokenizer, model = self._loaded
         size = self.params.batch_size
-        batches = range(0, len(texts), size)
-        if progress and sys.stderr.isatty():
-            from tqdm import tqdm
+        batches: Iterable[int] = range(0, len(texts), size)
+        if progress:
+            from groundkit._progress import track
 
-            batches = tqdm(batches, desc="embed", unit="batch", file=sys.stderr)
+            batches = track(batches, desc="embed", unit="batch")  # drawn only when stderr is a terminal
         parts = []
         with torch.inference_mode():
             for start in batches:

@@ -60,6 +60,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 REGRESSION_EXIT = 4
 
 
+def _names(values: list[str]) -> list[str]:
+    """Names given as repeated options and/or comma-separated lists: ``--metric a,b --metric c``."""
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
@@ -69,7 +74,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
     baseline = read_side(args.baseline, cwd=cwd, metrics_dir=args.metrics_dir)
     candidate = read_side(args.candidate, cwd=cwd, metrics_dir=args.metrics_dir)
-    gate = [m.strip() for m in ",".join(args.metric).split(",") if m.strip()] if args.metric else None
+    gate = _names(args.metric) or None
     result = compare(baseline, candidate, gate=gate, alpha=args.alpha, max_drop=args.max_drop)
     if args.json:
         print(json.dumps(to_json(result), indent=2, sort_keys=True))
@@ -87,8 +92,8 @@ def _cmd_sweep_plot(args: argparse.Namespace) -> int:
 
     from groundkit.evals.sweep import sweep_table
 
-    params = [p.strip() for p in ",".join(args.param).split(",") if p.strip()] or ["chunk.size", "chunk.overlap"]
-    metrics = [m.strip() for m in ",".join(args.metric).split(",") if m.strip()] or [
+    params = _names(args.param) or ["chunk.size", "chunk.overlap"]
+    metrics = _names(args.metric) or [
         "recall@1", "recall@10", "ndcg@10", "chars@10", "recall@1000chars"]
     print(sweep_table(Path.cwd(), params, Path(args.out), metrics), end="")
     print(f"\nwritten to {args.out}; draw it with:\n  dvc plots show {args.out} -x {params[0]} -y {metrics[-1]} "

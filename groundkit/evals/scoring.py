@@ -40,21 +40,38 @@ def score_rankings(
     for judgment in resolved:
         ranking = list(rankings.get(judgment.query_id, ()))
         if judgment.category is Category.NO_ANSWER:
-            results.append(QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
-                                       retrieved=len(ranking), gold_chunks=0, first_gold_rank=None, metrics={}))
-            continue
-        gold = qrels[judgment.query_id]
-        passages = reach.prefix(ranking, located)
-        spans = [(s.document, s.start, s.end) for s in judgment.spans]
-        metrics = {f"recall@{k}": recall_at_k(ranking, gold, k) for k in ks}
-        metrics["mrr"] = mrr(ranking, gold)
-        metrics.update({f"ndcg@{k}": ndcg_at_k(ranking, gold, k) for k in ks})
-        metrics.update({f"chars@{k}": float(context_chars_at_k(passages, k)) for k in ks})
-        metrics.update({f"recall@{b}chars": budget_hit(passages, spans, b) for b in budgets})
-        results.append(QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
-                                   retrieved=len(ranking), gold_chunks=len(gold),
-                                   first_gold_rank=first_gold_rank(ranking, gold), metrics=metrics))
+            results.append(_no_answer_result(judgment, len(ranking)))
+        else:
+            gold = qrels[judgment.query_id]
+            results.append(_query_result(judgment, ranking, gold, reach.prefix(ranking, located), ks, budgets))
     return StageResult(ks=list(ks), budgets=list(budgets), queries=results), qrels
+
+
+def _no_answer_result(judgment: ResolvedJudgment, retrieved: int) -> QueryResult:
+    return QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
+                       retrieved=retrieved, gold_chunks=0, first_gold_rank=None, metrics={})
+
+
+def _query_result(
+    judgment: ResolvedJudgment,
+    ranking: Sequence[str],
+    gold: set[str],
+    passages: Sequence[Passage],
+    ks: Sequence[int],
+    budgets: Sequence[int],
+    *,
+    ideal_count: int | None = None,
+) -> QueryResult:
+    """Every metric of one answerable query: ``passages`` locates (at least) the head of ``ranking``."""
+    spans = [(s.document, s.start, s.end) for s in judgment.spans]
+    metrics = {f"recall@{k}": recall_at_k(ranking, gold, k) for k in ks}
+    metrics["mrr"] = mrr(ranking, gold)
+    metrics.update({f"ndcg@{k}": ndcg_at_k(ranking, gold, k, ideal_count=ideal_count) for k in ks})
+    metrics.update({f"chars@{k}": float(context_chars_at_k(passages, k)) for k in ks})
+    metrics.update({f"recall@{b}chars": budget_hit(passages, spans, b) for b in budgets})
+    return QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
+                       retrieved=len(ranking), gold_chunks=len(gold) if ideal_count is None else ideal_count,
+                       first_gold_rank=first_gold_rank(ranking, gold), metrics=metrics)
 
 
 def _passage(chunk: Chunk) -> Passage:
@@ -131,20 +148,11 @@ def score_passages(
         passages = list(rankings.get(judgment.query_id, ()))
         ranking = [p.chunk_id for p in passages]
         if judgment.category is Category.NO_ANSWER:
-            results.append(QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
-                                       retrieved=len(ranking), gold_chunks=0, first_gold_rank=None, metrics={}))
+            results.append(_no_answer_result(judgment, len(ranking)))
             continue
         gold = {p.chunk_id for p in passages if any(chunk_overlaps_span(p, s) for s in judgment.spans)}
         ideal = max(len({(s.document, s.start, s.end) for s in judgment.spans}), len(gold))
         qrels[judgment.query_id] = gold
-        metrics = {f"recall@{k}": recall_at_k(ranking, gold, k) for k in ks}
-        metrics["mrr"] = mrr(ranking, gold)
-        metrics.update({f"ndcg@{k}": ndcg_at_k(ranking, gold, k, ideal_count=ideal) for k in ks})
         located = [_passage(p) for p in passages]
-        spans = [(s.document, s.start, s.end) for s in judgment.spans]
-        metrics.update({f"chars@{k}": float(context_chars_at_k(located, k)) for k in ks})
-        metrics.update({f"recall@{b}chars": budget_hit(located, spans, b) for b in budgets})
-        results.append(QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
-                                   retrieved=len(ranking), gold_chunks=ideal,
-                                   first_gold_rank=first_gold_rank(ranking, gold), metrics=metrics))
+        results.append(_query_result(judgment, ranking, gold, located, ks, budgets, ideal_count=ideal))
     return StageResult(ks=list(ks), budgets=list(budgets), queries=results), qrels

@@ -115,6 +115,15 @@ def _cmd_import_beir(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_inputs(parser: argparse.ArgumentParser, *, params_help: str, set_example: str) -> None:
+    """The options every command that reads a corpus shares: --corpus, --judgments, --params, --set."""
+    parser.add_argument("--corpus", required=True, help="directory of documents")
+    parser.add_argument("--judgments", required=True, help="judgments JSONL file")
+    parser.add_argument("--params", default=None, help=params_help)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help=f"override a parameter, e.g. --set {set_example} (repeatable)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="groundkit", description="Reproducible retrieval evaluation anchored on verbatim gold quotes."
@@ -123,11 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run the whole evaluation in-process into --out")
-    run.add_argument("--corpus", required=True, help="directory of documents")
-    run.add_argument("--judgments", required=True, help="judgments JSONL file")
-    run.add_argument("--params", default=None, help="params.yaml (defaults when omitted)")
-    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                     help="override a parameter, e.g. --set chunk.size=400 (repeatable)")
+    _add_inputs(run, params_help="params.yaml (defaults when omitted)", set_example="chunk.size=400")
     run.add_argument("--out", required=True, help="output directory for the artifacts")
     run.set_defaults(handler=_cmd_run)
 
@@ -137,19 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "start/end character offsets or the passage text (see examples/README.md).",
     )
     score_run.add_argument("run_file", metavar="RUN.jsonl", help="the external run")
-    score_run.add_argument("--corpus", required=True, help="directory of documents")
-    score_run.add_argument("--judgments", required=True, help="judgments JSONL file")
-    score_run.add_argument("--params", default=None, help="params.yaml (for score.ks and retrieve.depth)")
-    score_run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                           help="override a parameter, e.g. --set score.ks=[1,5] (repeatable)")
+    _add_inputs(score_run, params_help="params.yaml (for score.ks and retrieve.depth)", set_example="score.ks=[1,5]")
     score_run.add_argument("--out", required=True, help="output directory for the artifacts")
     score_run.set_defaults(handler=_cmd_run)
 
     audit = commands.add_parser("audit", help="measure whether the corpus can tell retrievers apart")
-    audit.add_argument("--corpus", required=True, help="directory of documents")
-    audit.add_argument("--judgments", required=True, help="judgments JSONL file")
-    audit.add_argument("--params", default=None, help="params.yaml (for audit.max_trivial_share)")
-    audit.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a parameter")
+    _add_inputs(audit, params_help="params.yaml (for audit.max_trivial_share)",
+                set_example="audit.max_trivial_share=0.2")
     audit.add_argument("--out", default=None, help="write the full JSON report here")
     audit.set_defaults(handler=_cmd_audit)
 

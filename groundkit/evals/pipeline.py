@@ -144,7 +144,9 @@ def retrieve(
     else:
         from groundkit.retrievers import build_retriever
 
-        chunk_list = read_models(chunks, Chunk, producer="chunk")
+        # The BM25 index carries its own rows; only the other retrievers need the chunks themselves.
+        bm25 = params.retrieve.retriever == "bm25"
+        chunk_list = [] if bm25 else read_models(chunks, Chunk, producer="chunk")
         retriever = build_retriever(params, chunk_list, index_dir, embeddings_dir)
         rankings = {j.query_id: retriever.search(j.query, depth)
                     for j in track(judgments, desc="retrieve", unit="query")}

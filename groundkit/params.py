@@ -8,11 +8,12 @@ declares to DVC, only its own sections.
 from __future__ import annotations
 
 import math
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from groundkit._validation import describe
 from groundkit.chunking import ChunkParams
@@ -25,11 +26,43 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+class _FixableValue(ValueError):
+    """A bad value whose validator knows better than the generic hint how to fix it."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(problem)
+        self.fix = fix
+
+
+def _quotable_path(value: str, key: str) -> str:
+    """Refuse what dvc.yaml's single-quoted command lines cannot carry verbatim.
+
+    Inside single quotes a POSIX shell expands nothing, so spaces, ``$`` and backquotes are safe;
+    a single quote cannot be escaped there, and a control character is never part of a real path.
+    """
+    for char in value:
+        if char == "'":
+            problem = ("holds a single quote, which cannot be nested inside the single quotes dvc.yaml puts "
+                       "around every path on a stage's command line")
+        elif unicodedata.category(char) == "Cc":
+            problem = f"holds the control character U+{ord(char):04X}, which no path should contain"
+        else:
+            continue
+        raise _FixableValue(problem, f"rename or move the file or folder so that its path holds no single quote "
+                                     f"or control character, and point {key} at the new path")
+    return value
+
+
 class CorpusParams(_Section):
     """Where the documents and the judgments live (paths relative to the repo)."""
 
     root: str = "evals/corpus"
     judgments: str = "evals/judgments.jsonl"
+
+    @field_validator("root", "judgments")
+    @classmethod
+    def _quotable(cls, value: str, info: ValidationInfo) -> str:
+        return _quotable_path(value, f"corpus.{info.field_name}")
 
 
 class BM25Params(_Section):
@@ -50,12 +83,18 @@ class BM25Params(_Section):
 
 BUILTIN_RETRIEVERS = ("bm25", "dense", "hybrid", "external")
 
+MAX_DEPTH = 100_000
+"""The deepest ranking groundkit keeps per query; RetrieveParams explains the choice."""
+
 
 class RetrieveParams(_Section):
     """Which retriever ranks the chunks, and how deep (the depth MRR is measured over).
 
     Attributes:
-        depth: Results kept per query.
+        depth: Results kept per query, at most ``MAX_DEPTH`` (100,000). The deepest cut-off in
+            common use is 1,000 (MAP@1000, trec_eval's default depth), so the bound leaves a
+            hundredfold margin; beyond it a ranking is no longer an evaluation depth but a sort of
+            the whole collection for every query, with a run file to match.
         retriever: ``bm25`` (the baseline), ``dense``, ``hybrid`` (reciprocal rank fusion of the
             two), ``external`` (read the ranked passages in ``run`` instead of retrieving), or
             ``python:MODULE:FACTORY`` for a retriever of your own (see groundkit/retrievers.py).
@@ -79,6 +118,19 @@ class RetrieveParams(_Section):
         raise ValueError(
             f"unknown retriever; use one of {', '.join(BUILTIN_RETRIEVERS)} or python:MODULE:FACTORY"
         )
+
+    @field_validator("depth")
+    @classmethod
+    def _depth_bounded(cls, value: int) -> int:
+        if value > MAX_DEPTH:
+            raise _FixableValue(f"is above {MAX_DEPTH:,}, the most results groundkit keeps per query",
+                                f"lower retrieve.depth to at most {MAX_DEPTH}; MAP@1000 needs only 1000")
+        return value
+
+    @field_validator("run")
+    @classmethod
+    def _quotable(cls, value: str) -> str:
+        return _quotable_path(value, "retrieve.run")
 
     @model_validator(mode="after")
     def _external_needs_run(self) -> RetrieveParams:
@@ -248,7 +300,10 @@ def validate_params(data: dict[str, Any], *, source: str | Path = "params.yaml")
         key, problem = describe(exc)
         fix = ("remove or correct the key; known sections are corpus, chunk, bm25, tokenize, retrieve, dense, "
                "hybrid, score, audit")
-        if "depth" in problem:
+        cause = exc.errors(include_url=False)[0].get("ctx", {}).get("error")
+        if isinstance(cause, _FixableValue):
+            fix = cause.fix
+        elif "depth" in problem:
             key = key or "retrieve.depth"
             fix = "raise retrieve.depth to at least max(score.ks) or lower the largest k"
         elif key:

@@ -205,6 +205,7 @@ CASES: dict[str, Case] = {
     "params: non-integer ks": Case(_param("score.ks", [1, 2.5]), "key 'score.ks.1'", "integer"),
     "params: depth below max(ks)": Case(_param("retrieve.depth", 3), "key 'retrieve.depth'",
                                         "smaller than the largest k"),
+    "params: depth above the bound": Case(_param("retrieve.depth", 10**8), "key 'retrieve.depth'", "above 100,000"),
     "params: typo in a key": Case(_param("chunk.sise", 400), "key 'chunk.sise'", "not a known field"),
     "params: unknown section": Case(_param("rerank.model", "x"), "key 'rerank'", "not a known field"),
     "params: not YAML": Case(_params_text("chunk: [size: 800\n"), "params.yaml", "YAML", dvc_reports_it=True),

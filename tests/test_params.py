@@ -1,7 +1,7 @@
 import pytest
 
 from groundkit.errors import ParamsError
-from groundkit.params import load_params
+from groundkit.params import load_params, validate_params
 
 
 def write(tmp_path, text: str):
@@ -64,3 +64,33 @@ def test_result_params_keep_only_what_the_retriever_reads():
                         "score": {"ks": [1, 3, 5, 10], "budgets": [500, 1000, 2000]}}
     custom = load_params(None, ["retrieve.retriever=python:m:f", "retrieve.options={a: 1}"]).result_params()
     assert custom["retrieve"]["options"] == {"a": 1}
+
+
+def test_depth_has_a_documented_bound():
+    assert load_params(None, ["retrieve.depth=100000"]).retrieve.depth == 100_000
+    with pytest.raises(ParamsError) as info:
+        load_params(None, ["retrieve.depth=100000001"])
+    assert info.value.key == "retrieve.depth"
+    assert "above 100,000" in info.value.problem and "at most 100000" in info.value.fix
+
+
+@pytest.mark.parametrize("key", ["corpus.root", "corpus.judgments", "retrieve.run"])
+@pytest.mark.parametrize(("value", "fragment"), [
+    ("evals/it's", "single quote"),
+    ("evals/two\nlines", "control character U+000A"),
+    ("evals/tab\there", "control character U+0009"),
+    ("evals/bell\x07", "control character U+0007"),
+])
+def test_path_params_refuse_what_single_quotes_cannot_carry(key, value, fragment):
+    section, name = key.split(".")
+    with pytest.raises(ParamsError) as info:
+        validate_params({section: {name: value}})
+    assert info.value.key == key
+    assert fragment in info.value.problem
+    assert key in info.value.fix
+
+
+def test_path_params_may_hold_what_the_shell_would_expand():
+    odd = "evals/my corpus $(touch PWNED) `id` $HOME; \\ \" * ?"
+    params = validate_params({"corpus": {"root": odd, "judgments": odd}, "retrieve": {"run": odd}})
+    assert (params.corpus.root, params.corpus.judgments, params.retrieve.run) == (odd, odd, odd)

@@ -82,3 +82,26 @@ def test_hit_rate_curve_by_hand():
     result, _ = score_rankings(judgments, CHUNKS, {"q1": [B, A], "q2": [], "q4": [C]}, [1])
     # q1 first hits at rank 2, q2 never: hit rate 0, then 1/2 from k = 2 on; no_answer is left out.
     assert hit_rate_curve(result, 3) == [{"k": 1, "recall": 0.0}, {"k": 2, "recall": 0.5}, {"k": 3, "recall": 0.5}]
+
+
+def test_hit_rate_curve_at_the_deepest_depth_has_bounded_rows():
+    from groundkit.evals.schema import QueryResult, StageResult
+    from groundkit.evals.scoring import hit_rate_curve
+
+    def query(qid: str, first: int | None, category: str = "factoid") -> QueryResult:
+        return QueryResult(query_id=qid, query=qid, category=Category(category), retrieved=100_000,
+                           gold_chunks=1, first_gold_rank=first, metrics={})
+
+    # Four answerable queries first hit at ranks 1, 150, 1000 and 5000; one never; no_answer is left out.
+    result = StageResult(ks=[1], queries=[query("a", 1), query("b", 150), query("c", 1000), query("d", 5000),
+                                          query("e", None), query("f", None, "no_answer")])
+    curve = {row["k"]: row["recall"] for row in hit_rate_curve(result, 100_000)}
+    # Every k up to 100, then 20 per decade (R20: 112, 125, ..., 900, 1000, 1120, ...) and the depth itself.
+    assert len(curve) == 100 + 19 + 20 + 20 + 1
+    assert list(curve)[:100] == list(range(1, 101))
+    assert list(curve)[100:104] == [112, 125, 140, 160] and list(curve)[-3:] == [80_000, 90_000, 100_000]
+    assert (curve[1], curve[100], curve[140], curve[160], curve[900], curve[1000]) == (0.2, 0.2, 0.2, 0.4, 0.4, 0.6)
+    assert (curve[4500], curve[5000], curve[100_000]) == (0.6, 0.8, 0.8)
+    # A depth between two table entries ends on the depth: 150 gives 100, 112, 125, 140, 150.
+    assert [row["k"] for row in hit_rate_curve(result, 150)][99:] == [100, 112, 125, 140, 150]
+    assert [row["k"] for row in hit_rate_curve(result, 100)] == list(range(1, 101))

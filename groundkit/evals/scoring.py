@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 
 from groundkit.contracts import Chunk
@@ -101,13 +102,38 @@ class _Reach:
         return out
 
 
+CURVE_EVERY_K = 100
+"""The hit-rate plot has a row for every k up to this one, and log-spaced rows beyond it."""
+
+_R20 = (100, 112, 125, 140, 160, 180, 200, 224, 250, 280, 315, 355, 400, 450, 500, 560, 630, 710, 800, 900)
+"""Renard's R20 preferred numbers: 20 steps per decade, each about 12% above the last."""
+
+
+def hit_rate_ks(depth: int) -> list[int]:
+    """The k at which the hit-rate plot samples a ranking of ``depth`` results.
+
+    Every k from 1 to 100, then the R20 numbers times a power of ten (112, 125, ... 900, 1000,
+    1120, ...) below ``depth``, then ``depth`` itself: at most 20 rows per decade past 100, so a
+    depth of 100,000 gives 160 rows, not 100,000. Integers from a table, not rounded logarithms,
+    so the rows are the same on every machine.
+    """
+    ks = list(range(1, min(depth, CURVE_EVERY_K) + 1))
+    scale = 1
+    while CURVE_EVERY_K * scale < depth:
+        ks.extend(k for k in (n * scale for n in _R20) if ks[-1] < k < depth)
+        scale *= 10
+    if ks[-1] != depth:
+        ks.append(depth)
+    return ks
+
+
 def hit_rate_curve(result: StageResult, depth: int) -> list[dict[str, object]]:
-    """Answerable hit rate at every k from 1 to ``depth``: one row per k, for the hit-rate plot."""
+    """Answerable hit rate at each k of ``hit_rate_ks(depth)``: one row per k, for the hit-rate plot."""
     ranks = [q.first_gold_rank for q in result.queries if q.answerable]
     if not ranks:
         return []
-    return [{"k": k, "recall": sum(1 for r in ranks if r is not None and r <= k) / len(ranks)}
-            for k in range(1, depth + 1)]
+    found = sorted(r for r in ranks if r is not None)
+    return [{"k": k, "recall": bisect_right(found, k) / len(ranks)} for k in hit_rate_ks(depth)]
 
 
 def budget_curve(

@@ -4,6 +4,8 @@ import argparse
 import sys
 from pathlib import Path
 
+import _own_tree  # noqa: F401  (first: groundkit must come from this tree)
+
 from groundkit._guard import guarded
 from groundkit.evals import pipeline
 from groundkit.params import load_params

@@ -1,4 +1,4 @@
-"""Faults under real DVC: a stage killed by SIGKILL mid-write, and experiments run from DVC's queue.
+"""Faults under real DVC: a stage killed mid-write, and queued or --temp experiments that must run their own code.
 
 The kill is injected, not raced: a ``sitecustomize`` module on PYTHONPATH wraps ``os.replace`` in the
 one stage process named by GROUNDKIT_TEST_KILL_STAGE and sends that process SIGKILL at the instant the
@@ -9,12 +9,15 @@ would have left a half-written output behind.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.dvc_helpers import clone_working_tree, repro, run
+from tests.dvc_helpers import REPO, clone_working_tree, repro, run
 
 pytestmark = pytest.mark.integration
 
@@ -84,19 +87,43 @@ def _exp_metrics(repo: Path) -> dict[str, dict]:
     return found
 
 
-def test_queued_experiments_equal_running_each_alone(tmp_path):
-    repo = clone_working_tree(tmp_path / "repo")
+# An empty PYTHONPATH is no PYTHONPATH to Python, so a stage sees what a user's shell gives it: the
+# installed groundkit (here an editable install of another checkout), never the tree under test.
+INSTALLED_ONLY = {"PYTHONPATH": ""}
+
+# Appended to groundkit/evals/metrics.py, this later definition is the one scoring imports.
+MRR_IS_ZERO = "\n\ndef mrr(ranking, gold):\n    return 0.0\n"
+METRICS_PY = Path("groundkit/evals/metrics.py")
+
+
+def _committed_metrics(repo: Path) -> dict:
+    return json.loads(run(["git", "show", "HEAD:metrics/metrics.json"], repo).stdout)
+
+
+@pytest.fixture(scope="module")
+def queue_drained(tmp_path_factory) -> tuple[Path, dict[int, dict]]:
+    """A clone where four chunk sizes ran one by one, then queued with an experiment that edits groundkit.
+
+    The code edit is queued and then reverted in the workspace before the queue starts, so only the
+    experiment's own copy of the tree holds it.
+    """
+    repo = clone_working_tree(tmp_path_factory.mktemp("queue") / "repo")
     sizes = (300, 500, 1200, 1600)
 
     alone = {}
     for size in sizes:
-        run(["dvc", "exp", "run", "-S", f"chunk.size={size}"], repo)
+        run(["dvc", "exp", "run", "-S", f"chunk.size={size}"], repo, **INSTALLED_ONLY)
         alone[size] = json.loads((repo / "metrics" / "metrics.json").read_text(encoding="utf-8"))
     run(["git", "checkout", "--", "."], repo)  # back to the committed params before queueing
 
     for size in sizes:
         run(["dvc", "exp", "run", "--queue", "-S", f"chunk.size={size}", "-n", f"size-{size}"], repo)
-    run(["dvc", "queue", "start", "-j", "2"], repo)
+    with (repo / METRICS_PY).open("a", encoding="utf-8") as handle:
+        handle.write(MRR_IS_ZERO)
+    run(["dvc", "exp", "run", "--queue", "-n", "own-code"], repo)
+    run(["git", "checkout", "--", str(METRICS_PY)], repo)
+
+    run(["dvc", "queue", "start", "-j", "2"], repo, **INSTALLED_ONLY)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         status = run(["dvc", "queue", "status"], repo).stdout
@@ -106,9 +133,62 @@ def test_queued_experiments_equal_running_each_alone(tmp_path):
     else:
         raise AssertionError(f"the queue did not drain within 10 minutes:\n{status}")
     assert "Failed" not in status, status + run(["dvc", "queue", "logs", "size-300"], repo, check=False).stdout
+    return repo, alone
 
+
+def test_queued_experiments_equal_running_each_alone(queue_drained):
+    repo, alone = queue_drained
     queued = _exp_metrics(repo)
-    for size in sizes:
-        assert queued[f"size-{size}"] == alone[size], size
+    for size, metrics in alone.items():
+        assert queued[f"size-{size}"] == metrics, size
     # Different chunk sizes must really give different results, or the comparison above proves nothing.
-    assert len({json.dumps(alone[s], sort_keys=True) for s in sizes}) == len(sizes)
+    assert len({json.dumps(m, sort_keys=True) for m in alone.values()}) == len(alone)
+
+
+def test_queued_experiment_measures_its_own_code(queue_drained):
+    repo, _ = queue_drained
+    committed = _committed_metrics(repo)
+    assert committed["answerable"]["mrr"] > 0
+    refs = run(["git", "for-each-ref", "--format=%(refname)", "refs/exps"], repo).stdout.split()
+    (ref,) = [r for r in refs if r.endswith("/own-code")]
+    assert run(["git", "show", f"{ref}:{METRICS_PY}"], repo).stdout.endswith(MRR_IS_ZERO)
+
+    own = _exp_metrics(repo)["own-code"]["answerable"]
+    assert own["mrr"] == 0.0
+    assert own["recall@1"] == committed["answerable"]["recall@1"]  # only mrr was edited
+    assert _committed_metrics(repo) == json.loads((repo / "metrics" / "metrics.json").read_text(encoding="utf-8"))
+    assert run(["git", "status", "--porcelain", "groundkit", "metrics"], repo).stdout == ""
+
+
+def test_temp_and_workspace_runs_measure_their_own_code(queue_drained):
+    repo, _ = queue_drained
+    committed = _committed_metrics(repo)
+    with (repo / METRICS_PY).open("a", encoding="utf-8") as handle:
+        handle.write(MRR_IS_ZERO)
+    try:
+        run(["dvc", "exp", "run", "--temp", "-n", "temp-own-code"], repo, **INSTALLED_ONLY)
+        assert _exp_metrics(repo)["temp-own-code"]["answerable"]["mrr"] == 0.0
+        # A --temp run leaves the workspace alone; a plain repro there runs the edited code too.
+        assert json.loads((repo / "metrics" / "metrics.json").read_text(encoding="utf-8")) == committed
+        repro(repo, **INSTALLED_ONLY)
+        assert json.loads((repo / "metrics" / "metrics.json").read_text(encoding="utf-8"))["answerable"]["mrr"] == 0
+    finally:
+        run(["git", "checkout", "--", "."], repo)
+
+
+def test_a_stage_refuses_groundkit_imported_from_another_tree(tmp_path):
+    """Something imports groundkit before the stage can choose its own tree: the stage stops, naming both."""
+    tree = tmp_path / "tree"
+    for folder in ("stages", "groundkit"):
+        shutil.copytree(REPO / folder, tree / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text("import groundkit\n", encoding="utf-8")
+
+    result = run([sys.executable, "stages/chunk.py", "--help"], tree, check=False,
+                 PYTHONPATH=os.pathsep.join([str(inject), str(REPO)]))
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: chunk.py runs in ")
+    assert f"imported groundkit from {REPO / 'groundkit'}" in result.stderr and "fix:" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert run([sys.executable, "stages/chunk.py", "--help"], tree, **INSTALLED_ONLY).returncode == 0

@@ -6,6 +6,7 @@ Nothing of DVC is mocked. Each test works in its own copy of the working tree.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import yaml
@@ -112,9 +113,35 @@ def test_external_run_through_dvc_equals_score_run(tmp_path_factory, tmp_path):
     assert json.loads((out / "metrics.json").read_text()) != json.loads(baseline)
     # Editing the external run re-runs retrieve: DVC tracks the file named by retrieve.run.
     example = repo / "examples" / "runs" / "langchain_example.jsonl"
+    # Score depends on the file too (run.json records its SHA-256): re-spacing its JSON changes no
+    # ranking and no passage, so only that dependency makes score run again.
+    built = tree_digest(repo / "build")
+    example.write_text("".join(json.dumps(json.loads(line), separators=(",", ":")) + "\n"
+                               for line in example.read_text().splitlines()))
+    assert repro(repo)[0] == {"retrieve", "score"}
+    assert tree_digest(repo / "build") == built
     example.write_text("".join(line for line in example.read_text().splitlines(keepends=True)
                                if '"q001"' not in line))
     assert {"retrieve", "score"} <= repro(repo)[0]
+
+
+def test_corpus_paths_reach_the_stages_verbatim(tmp_path_factory):
+    """dvc.yaml single-quotes every path: a space is part of a name, and shell syntax is never run."""
+    repo = clone_working_tree(tmp_path_factory.mktemp("paths") / "repo")
+    committed = (repo / "metrics" / "metrics.json").read_bytes()
+    for name in ("my corpus", "x $(touch PWNED)"):
+        shutil.copytree(repo / "evals" / "corpus", repo / "evals" / name)
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-q", "-m", "the corpus under two awkward names"], repo)
+
+    # The second value is quoted for DVC's own -S parser, which treats parentheses as syntax.
+    for root, override in (("evals/my corpus", "corpus.root=evals/my corpus"),
+                           ("evals/x $(touch PWNED)", "corpus.root='evals/x $(touch PWNED)'")):
+        run(["dvc", "exp", "run", "-S", override], repo)
+        lock = yaml.safe_load((repo / "dvc.lock").read_text(encoding="utf-8"))
+        assert root in {dep["path"] for dep in lock["stages"]["resolve-spans"]["deps"]}
+        assert (repo / "metrics" / "metrics.json").read_bytes() == committed, root
+    assert not list(repo.rglob("PWNED"))
 
 
 def test_broken_quote_stops_at_resolve_spans_before_chunking(tmp_path_factory):

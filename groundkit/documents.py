@@ -42,12 +42,13 @@ def decode_document(path: Path, data: bytes, *, name: str | None = None) -> str:
 
 
 _SPECIAL = (
-    (stat.S_ISFIFO, "a FIFO (named pipe); reading it would wait for a writer forever"),
-    (stat.S_ISCHR, "a character device; reading it may never end"),
+    (stat.S_ISFIFO, "a FIFO (named pipe: reading it waits for a writer, possibly forever)"),
+    (stat.S_ISCHR, "a character device (reading one may never end)"),
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
-_REMOVE = "remove it or move it out of the corpus root: only regular files are documents"
+_ONLY = "only regular files (and symlinks to them inside the corpus root) are documents"
+_REMOVE = "remove it or move it out of the corpus root"
 _RELINK = "remove the link, or point it at a regular file inside the corpus root"
 
 
@@ -105,7 +106,7 @@ def corpus_files(root: Path) -> list[tuple[str, Path]]:
         base = Path(dirpath)
         for dirname in dirnames:
             if (base / dirname).is_symlink():
-                refused.append((base / dirname, "a symlinked directory; groundkit does not follow directory links",
+                refused.append((base / dirname, "a symlinked directory (groundkit does not follow directory links)",
                                 "copy the directory into the corpus instead of linking it"))
         for filename in sorted(filenames):
             if filename.startswith("."):
@@ -125,13 +126,15 @@ def corpus_files(root: Path) -> list[tuple[str, Path]]:
 
 
 def _refused_error(root: Path, refused: list[tuple[Path, str, str]]) -> CorpusError:
-    fix = "; ".join(dict.fromkeys(fix for _, _, fix in refused))
     if len(refused) == 1:
-        path, reason, _ = refused[0]
-        return CorpusError(path, f"is {reason}, not a document", fix=fix)
+        path, reason, fix = refused[0]
+        return CorpusError(path, f"is {reason}; {_ONLY}", fix=fix)
     listing = "; ".join(f"{path.relative_to(root).as_posix()} is {reason}" for path, reason, _ in refused)
-    return CorpusError(root, f"holds {len(refused)} entries that are not documents: {listing}",
-                       fix=f"for each of them: {fix}")
+    by_fix: dict[str, list[str]] = {}
+    for path, _, fix in refused:
+        by_fix.setdefault(fix, []).append(path.relative_to(root).as_posix())
+    return CorpusError(root, f"holds {len(refused)} entries that are not documents: {listing}; {_ONLY}",
+                       fix="; ".join(f"{', '.join(paths)}: {fix}" for fix, paths in by_fix.items()))
 
 
 def read_document_bytes(path: Path) -> bytes:
@@ -141,8 +144,8 @@ def read_document_bytes(path: Path) -> bytes:
     with os.fdopen(fd, "rb") as handle:
         mode = os.fstat(handle.fileno()).st_mode
         if not stat.S_ISREG(mode):
-            raise CorpusError(path, f"is {_kind(mode)}, not a document (it changed while the corpus was read)",
-                              fix=_REMOVE)
+            raise CorpusError(path, f"is {_kind(mode)}, no longer a regular file (it changed while the corpus "
+                              f"was read); {_ONLY}", fix=_REMOVE)
         return handle.read()
 
 

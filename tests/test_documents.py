@@ -55,8 +55,9 @@ def refusal(root: Path, load=load_corpus) -> str:
 def test_a_fifo_is_refused_without_being_opened(corpus, load):
     with fifo(corpus / "pipe.md"):
         message = refusal(corpus, load)
-    assert message.startswith(f"{corpus / 'pipe.md'}: is a FIFO (named pipe)"), message
-    assert "only regular files are documents" in message
+    assert message.startswith(f"{corpus / 'pipe.md'}: is a FIFO (named pipe: reading it waits for a writer"), message
+    assert message.endswith("only regular files (and symlinks to them inside the corpus root) are documents\n"
+                            "  fix: remove it or move it out of the corpus root"), message
 
 
 def test_a_character_device_is_refused(corpus):
@@ -109,7 +110,10 @@ def test_every_refused_entry_is_named_in_one_error(corpus):
         message = refusal(corpus)
     assert message.startswith(f"{corpus}: holds 4 entries that are not documents: dangling.md is a broken symlink")
     for part in ("out.md is a symlink pointing outside the corpus root", "pipe.md is a FIFO",
-                 "sub/null.md is a character device", "copy the file into the corpus or remove the link"):
+                 "sub/null.md is a character device",
+                 "fix: dangling.md: remove the link, or point it at a regular file inside the corpus root; "
+                 "out.md: copy the file into the corpus or remove the link; "
+                 "pipe.md, sub/null.md: remove it or move it out of the corpus root"):
         assert part in message, message
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import threading
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +32,11 @@ class Case:
     # DVC reads params.yaml itself (to interpolate dvc.yaml) before any stage runs; when the file is
     # not YAML at all, the message is DVC's own, which names the file and the parse error but offers no fix.
     dvc_reports_it: bool = False
+    # What DVC's own message holds, when that differs from `where` and `what`.
+    dvc_says: tuple[str, ...] = ()
+    # Why the case stays out of the `dvc repro` leg: DVC hashes the corpus before any stage runs and
+    # never returns on this input (recorded in KNOWN_LIMITATIONS.md).
+    dvc_hangs: str = ""
 
 
 def _records(root: Path) -> list[dict]:
@@ -107,6 +114,31 @@ def _symlink_outside(root: Path) -> None:
     os.symlink(outside.resolve(), root / CORPUS / "linked.md")
 
 
+def _fifo(root: Path) -> None:
+    path = root / CORPUS / "pipe.md"
+    os.mkfifo(path)
+
+    def serve_eof() -> None:
+        # Each open for writing returns once a reader opens the FIFO; closing at once hands that reader EOF,
+        # so a loader that wrongly opens it fails instead of hanging the test. Blocks harmlessly otherwise.
+        while True:
+            os.close(os.open(path, os.O_WRONLY))
+
+    threading.Thread(target=serve_eof, daemon=True).start()
+
+
+def _device(name: str, major: int, minor: int) -> Callable[[Path], None]:
+    def damage(root: Path) -> None:
+        os.mknod(root / CORPUS / name, stat.S_IFCHR | 0o644, os.makedev(major, minor))
+
+    return damage
+
+
+def _symlink_loop(root: Path) -> None:
+    os.symlink("loop-b.md", root / CORPUS / "loop-a.md")
+    os.symlink("loop-a.md", root / CORPUS / "loop-b.md")
+
+
 def _json_array(root: Path) -> None:
     (root / JUDGMENTS).write_text(json.dumps(_records(root)) + "\n", encoding="utf-8")
 
@@ -123,6 +155,8 @@ def _swap_first_two(root: Path) -> None:
     _write_records(root, records)
 
 
+# 4,000 lines of 67 characters, 268 kB, with "the" at columns 26 and 40 of each.
+LARGE_TEXT = "Snapshot isolation keeps the reader on the snapshot it began with.\n" * 4000
 NFC_TEXT = unicodedata.normalize("NFC", "The na\u00efve reader sees a consistent view.\nWrite skew is possible.\n")
 
 CASES: dict[str, Case] = {
@@ -174,6 +208,24 @@ CASES: dict[str, Case] = {
         "judgments.jsonl:3", "curly quotes"),
     "quote: different case": Case(_set_quote("incremental backups run hourly"), "judgments.jsonl:1",
                                   "case-insensitively"),
+    "quote: a short word in a large document": Case(
+        _isolation_and_quote(LARGE_TEXT, "the"), "judgments.jsonl:3",
+        "occurs 8000 times, first at line:col 1:26 (offset 25), line:col 1:40 (offset 39), line:col 2:26 (offset 92)"),
+    "quote: zero-width space": Case(_set_quote("Incremental back\u200bups run hourly"), "judgments.jsonl:1",
+                                    "the quote holds U+200B ZERO WIDTH SPACE at position 17"),
+    "quote: soft hyphen in the document": Case(
+        _isolation_and_quote("Snapshot iso\u00adlation lets a transaction read a consistent view.\n",
+                             "Snapshot isolation lets"),
+        "judgments.jsonl:3", "the document holds U+00AD SOFT HYPHEN at line:col 1:13"),
+    "quote: no-break space": Case(_set_quote("Incremental\u00a0backups run hourly"), "judgments.jsonl:1",
+                                  "the quote holds U+00A0 NO-BREAK SPACE at position 12, where the document has ' '"),
+    "quote: ligature": Case(
+        _isolation_and_quote("The first reader sees a consistent view.\nWrite skew is possible.\n",
+                             "The \ufb01rst reader"),
+        "judgments.jsonl:3", "the quote holds U+FB01 LATIN SMALL LIGATURE FI at position 5, where the document has"),
+    "quote: minus sign in the document": Case(
+        _isolation_and_quote("Clock skew of \u22125 ms is tolerated.\nWrite skew is possible.\n", "skew of -5 ms"),
+        "judgments.jsonl:3", "the document holds U+2212 MINUS SIGN at line:col 1:15"),
     "quote: longer than the document": Case(
         _isolation_and_quote("Write skew.\n", "Write skew is possible under snapshot isolation."),
         "judgments.jsonl:3", "longer than the document"),
@@ -192,6 +244,17 @@ CASES: dict[str, Case] = {
     "document: CRLF": Case(_document("isolation.md", b"Snapshot isolation.\r\nWrite skew is possible under it.\r\n"),
                            "isolation.md:1", "CRLF"),
     "document: NUL byte": Case(_document("binary.md", b"snapshot\n\0\0\n"), "binary.md:2", "NUL"),
+    "document: a FIFO": Case(_fifo, "pipe.md", "is a FIFO", dvc_hangs=(
+        "DVC opens the FIFO to hash the corpus and waits for a writer that never comes")),
+    # /dev/null's numbers: DVC hashes it as an empty file and the first stage refuses it.
+    "document: a character device that reads empty": Case(_device("null.md", 1, 3), "null.md",
+                                                          "is a character device"),
+    # /dev/zero's numbers: endless.
+    "document: a character device that never ends": Case(_device("zero.md", 1, 5), "zero.md", "is a character device",
+                                                         dvc_hangs="DVC reads the device to hash the corpus, forever"),
+    # DVC's message names whichever link its directory walk meets first.
+    "document: symlink loop": Case(_symlink_loop, "loop-a.md", "is a symlink loop", dvc_reports_it=True,
+                                   dvc_says=("Too many levels of symbolic links", f"{CORPUS}/loop-")),
     "document: UTF-8 BOM": Case(_document("bom.md", b"\xef\xbb\xbfsnapshot notes\n"), "bom.md:1", "BOM"),
     # params.yaml
     "params: chunk size zero": Case(_param("chunk.size", 0), "key 'chunk.size'", "greater than 0"),

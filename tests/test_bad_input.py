@@ -79,11 +79,15 @@ def test_bad_input_fails_cleanly_everywhere(template, tmp_path, capsys, name):
     _assert_one_clear_message(stderr, case.where, case.what)
     assert not report.exists()
 
+    if case.dvc_hangs:
+        return  # DVC itself never returns on this input (the case says why); the legs above are the test
     ran, result = repro(workspace, check=False)
     assert result.returncode != 0
     if case.dvc_reports_it:
         assert ran == set()
-        assert case.where in result.stderr and case.what in result.stderr and "Traceback" not in result.stderr
+        for text in case.dvc_says or (case.where, case.what):
+            assert text in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
     else:
         _assert_one_clear_message(result.stdout + result.stderr, case.where, case.what)
         assert ran <= {"validate-judgments", "resolve-spans"}, ran

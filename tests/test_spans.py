@@ -118,3 +118,66 @@ def test_resolved_span_must_be_as_long_as_its_quote():
     for start, end in ((5, 7), (-1, 2), (4, 8)):
         with pytest.raises(ValidationError, match="is not as long as its quote"):
             ResolvedSpan(document="a.md", quote="abc", start=start, end=end)
+
+
+def test_an_ambiguous_short_quote_in_a_large_document_lists_the_first_places_and_the_count():
+    line = "the quick brown fox jumps over the lazy dog\n"  # 44 characters, "the" at columns 1 and 32
+    doc = Document(path="a.md", text=line * 50_000)  # 2.2 MB
+    j = judgment("the")
+    with pytest.raises(SpanError) as info:
+        resolve_gold_span(j, j.gold[0], doc)
+    assert ("quote occurs 100000 times, first at line:col 1:1 (offset 0), line:col 1:32 (offset 31), "
+            "line:col 2:1 (offset 44), line:col 2:32 (offset 75), line:col 3:1 (offset 88) and 99995 more: 'the'"
+            ) in str(info.value)
+
+
+def test_overlapping_matches_make_a_quote_ambiguous():
+    doc = Document(path="a.md", text="xaaa\n")
+    j = judgment("aa")
+    with pytest.raises(SpanError, match=r"occurs 2 times, at line:col 1:2 \(offset 1\), line:col 1:3 \(offset 2\):"):
+        resolve_gold_span(j, j.gold[0], doc)
+
+
+@pytest.mark.parametrize(
+    ("text", "quote", "hint"),
+    [
+        ("Write skew is possible.\n", "Write sk\u200bew",
+         "the quote holds U+200B ZERO WIDTH SPACE at position 9, which the document does not have"),
+        ("snap\u2060shot\n", "snapshot",
+         "the document holds U+2060 WORD JOINER at line:col 1:5 (offset 4), which the quote leaves out"),
+        ("Intro.\nWrite sk\u00adew is possible.\n", "Write skew is",
+         "the document holds U+00AD SOFT HYPHEN at line:col 2:9 (offset 15), which the quote leaves out"),
+        ("Snapshot isolation.\n", "iso\u00adlation",
+         "the quote holds U+00AD SOFT HYPHEN at position 4, which the document does not have"),
+        ("Write skew is possible.\n", "Write\u00a0skew",
+         "the quote holds U+00A0 NO-BREAK SPACE at position 6, where the document has ' '"),
+        ("Write\u202fskew is possible.\n", "Write skew",
+         "the document holds U+202F NARROW NO-BREAK SPACE at line:col 1:6 (offset 5), where the quote has ' '"),
+        ("the first reader\n", "the \ufb01rst reader",
+         "the quote holds U+FB01 LATIN SMALL LIGATURE FI at position 5, where the document has 'fi'"),
+        ("one\nthe \ufb02ow\n", "the flow",
+         "the document holds U+FB02 LATIN SMALL LIGATURE FL at line:col 2:5 (offset 8), where the quote has 'fl'"),
+        ("x = a - b\n", "a \u2212 b", "the quote holds U+2212 MINUS SIGN at position 3, where the document has '-'"),
+        ("x = a \u2212 b\n", "a - b",
+         "the document holds U+2212 MINUS SIGN at line:col 1:7 (offset 6), where the quote has '-'"),
+    ],
+)
+def test_invisible_and_look_alike_characters_are_named_with_their_place(text, quote, hint):
+    doc = Document(path="a.md", text=text)
+    j = judgment(quote)
+    with pytest.raises(SpanError) as info:
+        resolve_gold_span(j, j.gold[0], doc)
+    message = str(info.value)
+    assert (f"quote not found: {quote!r}; it matches only if invisible and look-alike characters are ignored: "
+            f"{hint}; the quote must be verbatim") in message, message
+
+
+def test_only_the_odd_characters_inside_the_match_are_named():
+    # Line 1 shifts the plain text against the original (a ligature widens, a zero-width space vanishes).
+    doc = Document(path="a.md", text="\ufb01\u200b\ufb01\nWrite sk\u00adew\n")
+    j = judgment("Write skew")
+    with pytest.raises(SpanError) as info:
+        resolve_gold_span(j, j.gold[0], doc)
+    message = str(info.value)
+    assert ("ignored: the document holds U+00AD SOFT HYPHEN at line:col 2:9 (offset 12), which the quote leaves "
+            "out; the quote must be verbatim") in message, message

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from groundkit._json import describe_char
 from groundkit.contracts import Chunk, Document
 from groundkit.errors import SpanError
 from groundkit.evals.corpus import Category, GoldSpan, Judgment
@@ -60,10 +61,90 @@ _CURLY = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '
 _SPACE = re.compile(r"\s+")
 
 
+# Characters that are invisible, or that render like a plainer one, slip unnoticed into a quote copied
+# from a PDF or a web page (or into the document). Invisible ones stand for nothing; the others for their
+# plain form, which for ligatures, no-break spaces and the like is the character's NFKC form.
+_INVISIBLE = frozenset("\u00ad\u200b\u200c\u200d\u200e\u200f\u2060\ufeff")
+_PLAIN = {"\u2010": "-", "\u2011": "-", "\u2212": "-"}
+# An ambiguous quote lists this many places: a short word occurs tens of thousands of times in a long document.
+_LISTED = 5
+
+
 def _line_col(text: str, offset: int) -> str:
     line = text.count("\n", 0, offset) + 1
     col = offset - (text.rfind("\n", 0, offset) + 1) + 1
     return f"{line}:{col}"
+
+
+def _line_cols(text: str, offsets: Sequence[int]) -> list[str]:
+    """``line:col`` of each of the ascending ``offsets``, counting newlines in one pass over the text."""
+    places, line, counted = [], 1, 0
+    for offset in offsets:
+        line += text.count("\n", counted, offset)
+        counted = offset
+        column = offset - text.rfind("\n", 0, offset)
+        places.append(f"{line}:{column}")
+    return places
+
+
+def _plain(char: str) -> str:
+    if char in _INVISIBLE:
+        return ""
+    return _PLAIN.get(char) or unicodedata.normalize("NFKC", char)
+
+
+def _odd_characters(text: str) -> dict[str, str]:
+    """The invisible and look-alike characters ``text`` holds, each mapped to its plain form."""
+    return {char: plain for char in set(text) if (plain := _plain(char)) != char}
+
+
+def _odd_in_span(text: str, odd: Mapping[str, str], start: int, end: int) -> list[tuple[int, str]]:
+    """``(offset, character)`` of each odd character of ``text`` whose plain form falls in ``[start, end)``.
+
+    ``start`` and ``end`` are offsets in the plain text; the walk over the odd characters maps them back.
+    """
+    found: list[tuple[int, str]] = []
+    shift = 0  # plain offset minus original offset, up to the current character
+    for match in re.finditer(f"[{re.escape(''.join(sorted(odd)))}]", text):
+        char, at = match.group(), match.start() + shift
+        if at >= end:
+            break
+        width = len(odd[char])
+        # A character that stands for nothing sits between two plain ones: inside only if strictly within.
+        if (width and at + width > start) or (not width and at > start):
+            found.append((match.start(), char))
+        shift += width - 1
+    return found
+
+
+def _odd_characters_hint(quote: str, text: str) -> str | None:
+    """Name the invisible or look-alike characters that alone keep ``quote`` out of ``text``, and where they are."""
+    quote_odd, text_odd = _odd_characters(quote), _odd_characters(text)
+    if not quote_odd and not text_odd:
+        return None
+    plain_quote = quote.translate(str.maketrans(quote_odd))
+    at = (text.translate(str.maketrans(text_odd)) if text_odd else text).find(plain_quote)
+    if at < 0:
+        return None
+    in_text = _odd_in_span(text, text_odd, at, at + len(plain_quote)) if text_odd else []
+    notes = []
+    for position, char in enumerate(quote, start=1):
+        if char in quote_odd and char not in {c for _, c in in_text}:
+            plain = quote_odd[char]
+            notes.append(f"the quote holds {describe_char(char)} at position {position}, "
+                         + (f"where the document has {plain!r}" if plain else "which the document does not have"))
+    for offset, char in in_text:
+        if char not in quote:
+            plain = text_odd[char]
+            notes.append(f"the document holds {describe_char(char)} at line:col {_line_col(text, offset)} "
+                         f"(offset {offset}), " + (f"where the quote has {plain!r}" if plain else
+                                                   "which the quote leaves out"))
+    listed = "; ".join(notes[:_LISTED]) + (f"; and {len(notes) - _LISTED} more" if len(notes) > _LISTED else "")
+    return (
+        "it matches only if invisible and look-alike characters are ignored"
+        + (f": {listed}" if notes else "")
+        + "; the quote must be verbatim, so copy it from the document's text, not from a rendered copy"
+    )
 
 
 def _near_miss(quote: str, text: str) -> str:
@@ -76,6 +157,9 @@ def _near_miss(quote: str, text: str) -> str:
             )
     if unicodedata.normalize("NFC", quote) in unicodedata.normalize("NFC", text):
         return "it matches only after Unicode normalisation (NFC); copy the quote from the document verbatim"
+    odd = _odd_characters_hint(quote, text)
+    if odd is not None:
+        return odd
     if quote.translate(_CURLY) in text.translate(_CURLY):
         return (
             "it matches only if curly quotes or dashes are treated as straight ones; "
@@ -122,16 +206,21 @@ def resolve_gold_span(
             fix="copy the quote character for character from the document's current text",
             line=judgment.line or None,
         )
-    starts = [first]
+    # Overlapping matches count: "aa" is ambiguous in "aaa". Only the first few places get a line:col.
+    starts, count = [first], 1
     nxt = text.find(quote, first + 1)
     while nxt >= 0:
-        starts.append(nxt)
+        count += 1
+        if len(starts) < _LISTED:
+            starts.append(nxt)
         nxt = text.find(quote, nxt + 1)
-    if len(starts) > 1:
-        places = ", ".join(f"line:col {_line_col(text, s)} (offset {s})" for s in starts)
+    if count > 1:
+        line_cols = _line_cols(text, starts)
+        places = ", ".join(f"line:col {place} (offset {s})" for place, s in zip(line_cols, starts, strict=True))
+        listed = f"at {places}" if count == len(starts) else f"first at {places} and {count - len(starts)} more"
         raise SpanError(
             judgments_path,
-            f"{where}: quote occurs {len(starts)} times, at {places}: {quote!r}",
+            f"{where}: quote occurs {count} times, {listed}: {quote!r}",
             fix="lengthen the quote with neighbouring words until it occurs exactly once",
             line=judgment.line or None,
         )

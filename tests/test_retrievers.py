@@ -69,7 +69,31 @@ def test_python_retriever_results_are_reordered_by_groundkit(tiny_corpus, tmp_pa
         ("python:tests.tiny_retriever:broken_factory", "", "the factory raised ValueError: no GPU here"),
         ("python:tests.tiny_retriever:no_search", "", "has no search(query, depth) method"),
         ("python:tests.tiny_retriever:absent", "", "has no callable 'absent'"),
-        ("python:tests.no_such_module:make", "", "cannot import module 'tests.no_such_module'"),
+        ("python:tests.no_such_module:make", "", "importing module 'tests.no_such_module' raised "
+                                                  "ModuleNotFoundError"),
+        # Leaving the user's code by any door but a return names the step.
+        ("python:tests.tiny_retriever:make", "exits", "search('q', 3) tried to end the process (SystemExit with "
+                                                      "code 0)"),
+        ("python:tests.tiny_retriever:make", "exits None", "search('q', 3) tried to end the process (SystemExit "
+                                                           "with code None)"),
+        ("python:tests.tiny_retriever:exiting_factory", "", "the factory tried to end the process"),
+        ("python:tests.tiny_retriever:make", "raises midway", "iterating the results of search('q', 3) raised "
+                                                              "ValueError: index went away"),
+        ("python:tests.tiny_retriever:make", "exits midway", "iterating the results of search('q', 3) tried to "
+                                                             "end the process"),
+        ("python:tests.tiny_retriever:make", "len exits", "reading result 1 of search('q', 3) tried to end the "
+                                                          "process"),
+        ("python:tests.tiny_retriever:make", "float raises", "reading result 1 of search('q', 3) raised "
+                                                             "ArithmeticError: no float today"),
+        # Results outside the contract that crashed groundkit itself.
+        ("python:tests.tiny_retriever:make", "list id", "(list); chunk ids are strings"),
+        ("python:tests.tiny_retriever:make", "int id", "returned chunk id 7 (int); chunk ids are strings"),
+        ("python:tests.tiny_retriever:make", "huge score", "integer score of about 401 digits"),
+        ("python:tests.tiny_retriever:make", "array score", "returned score array([1.]) for chunk"),
+        ("python:tests.tiny_retriever:make", "endless", "returned more than 3 results for depth 3"),
+        ("python:tests.tiny_retriever:make", "a dict", "returned dict, not a list"),
+        ("python:tests.tiny_retriever:make", "unshowable", "returned <_Unshowable that cannot be shown>, not a "
+                                                           "(chunk_id, score) pair"),
     ],
 )
 def test_python_retriever_contract_violations(tiny_corpus, tmp_path, monkeypatch, spec, misbehave, fragment):
@@ -79,6 +103,33 @@ def test_python_retriever_contract_violations(tiny_corpus, tmp_path, monkeypatch
         build_retriever(params, _chunks(tiny_corpus), tmp_path, tmp_path).search("q", 3)
     assert fragment in str(info.value)
     assert info.value.key == "retrieve.retriever"
+
+
+def test_numpy_ids_and_scores_become_plain_str_and_float(tiny_corpus, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    chunks = _chunks(tiny_corpus)
+    params = load_params(None, ["retrieve.retriever=python:tests.tiny_retriever:make",
+                                "retrieve.options={misbehave: numpy ids}"])
+    ((chunk_id, score),) = build_retriever(params, chunks, tmp_path, tmp_path).search("q", 3)
+    assert (type(chunk_id), chunk_id, type(score), score) == (str, chunks[0].chunk_id, float, 2.0)
+
+
+def test_keyboard_interrupt_in_a_retriever_is_not_swallowed(tiny_corpus, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    params = load_params(None, ["retrieve.retriever=python:tests.tiny_retriever:make",
+                                "retrieve.options={misbehave: interrupted}"])
+    retriever = build_retriever(params, _chunks(tiny_corpus), tmp_path, tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        retriever.search("q", 3)
+
+
+def test_a_factory_editing_its_options_does_not_change_the_params(tiny_corpus, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    params = load_params(None, ["retrieve.retriever=python:tests.tiny_retriever:editing_factory",
+                                "retrieve.options={nested: {k: 1}}"])
+    build_retriever(params, _chunks(tiny_corpus), tmp_path, tmp_path)
+    # run.json records these options: they must be the ones the user wrote.
+    assert params.result_params()["retrieve"]["options"] == {"nested": {"k": 1}}
 
 
 def test_python_retriever_through_the_command_line(tiny_corpus, tmp_path):

@@ -213,3 +213,52 @@ CASES: dict[str, Case] = {
         _edit_record(3, lambda r: r.update(query="snapshot sourdough")), "judgments.jsonl:4",
         "shares tokens with the corpus"),
 }
+
+
+# --- python: retrievers (run through the `groundkit` console script) ----------------------------
+# A plugin module must be importable from the current directory, which the in-process catalogue
+# cannot offer; each case is a module `plugin.py` whose `make` is named by retrieve.retriever.
+
+
+@dataclass(frozen=True)
+class PluginCase:
+    source: str
+    what: str
+
+
+_SEARCH = """
+class Retriever:
+    def __init__(self, chunks):
+        self.first = chunks[0].chunk_id
+
+    def search(self, query, depth):
+{body}
+
+
+def make(chunks, options):
+    return Retriever(chunks)
+"""
+
+
+def _search(*body: str) -> str:
+    return "import sys\n\nimport numpy as np\n" + _SEARCH.format(body="\n".join(" " * 8 + line for line in body))
+
+
+PLUGIN_CASES: dict[str, PluginCase] = {
+    "exit in the module body": PluginCase("import sys\n\nsys.exit(0)\n",
+                                          "importing module 'plugin' tried to end the process (SystemExit with "
+                                          "code 0)"),
+    "exit in the factory": PluginCase("import sys\n\n\ndef make(chunks, options):\n    sys.exit(0)\n",
+                                      "the factory tried to end the process (SystemExit with code 0)"),
+    "exit in search": PluginCase(_search("sys.exit(0)"), "tried to end the process (SystemExit with code 0)"),
+    "exit without a code in search": PluginCase(_search("raise SystemExit"),
+                                                "tried to end the process (SystemExit with code None)"),
+    "exit with a message in search": PluginCase(_search("sys.exit('no index')"),
+                                                "tried to end the process (SystemExit with code 'no index')"),
+    "generator raising midway": PluginCase(_search("yield (self.first, 1.0)", "raise RuntimeError('lost')"),
+                                           "iterating the results of search("),
+    "chunk id a list": PluginCase(_search("return [([self.first], 1.0)]"), "chunk ids are strings"),
+    "score 10**400": PluginCase(_search("return [(self.first, 10**400)]"), "integer score of about 401 digits"),
+    "score a numpy array": PluginCase(_search("return [(self.first, np.array([1.0, 2.0]))]"),
+                                      "scores must be finite numbers"),
+}

@@ -14,6 +14,7 @@ from groundkit.contracts import Document
 from groundkit.errors import RetrieverError
 from groundkit.params import load_params
 from groundkit.retrievers import build_retriever, rank_rows, reciprocal_rank_fusion
+from tests.bad_inputs import PLUGIN_CASES
 from tests.conftest import REPO
 from tests.dvc_helpers import env
 
@@ -148,3 +149,25 @@ def test_python_retriever_through_the_command_line(tiny_corpus, tmp_path):
     assert metrics["no_answer"]["abstained"] == 0
     assert (out / "run.trec").read_text().split("\n")[0].endswith("groundkit-python")
     assert json.loads((out / "run.json").read_text())["params"]["retrieve"]["options"] == {"word": "snapshot"}
+
+
+@pytest.mark.parametrize("name", sorted(PLUGIN_CASES))
+def test_plugin_that_breaks_the_contract_fails_groundkit_run_cleanly(tiny_corpus, tmp_path, name):
+    case = PLUGIN_CASES[name]
+    corpus, judgments = tiny_corpus
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "plugin.py").write_text(case.source, encoding="utf-8")
+    out = workspace / "out"
+    result = subprocess.run(
+        ["groundkit", "run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(out),
+         "--set", "audit.max_trivial_share=1.0", "--set", "chunk.size=60",
+         "--set", "retrieve.retriever=python:plugin:make"],
+        capture_output=True, text=True, env=env(PYTHONPATH=str(REPO)), cwd=workspace, check=False)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith("error: ") and result.stderr.count("error: ") == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for fragment in ("key 'retrieve.retriever'", "retriever 'python:plugin:make'", case.what, "fix:"):
+        assert fragment in result.stderr, result.stderr
+    # Nothing written: no --out, no scratch folder of the run.
+    assert {p.name for p in workspace.iterdir()} <= {"plugin.py", "__pycache__"}

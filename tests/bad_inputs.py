@@ -123,6 +123,27 @@ def _swap_first_two(root: Path) -> None:
     _write_records(root, records)
 
 
+def _judgment_line(number: int, edit: Callable[[bytes], bytes]) -> Callable[[Path], None]:
+    """Edit the bytes of one line of judgments.jsonl (1-based), for JSON that json.dumps would never write."""
+
+    def transform(data: bytes) -> bytes:
+        lines = data.split(b"\n")
+        lines[number - 1] = edit(lines[number - 1])
+        return b"\n".join(lines)
+
+    return _judgments_bytes(transform)
+
+
+def _add_field(raw: bytes) -> Callable[[bytes], bytes]:
+    return lambda line: line[:-1] + b', "note": ' + raw + b"}"
+
+
+def _params_duplicate_key(root: Path) -> None:
+    text = (root / PARAMS).read_text(encoding="utf-8")
+    assert "  size: 800\n" in text
+    (root / PARAMS).write_text(text.replace("  size: 800\n", "  size: 800\n  size: 400\n", 1), encoding="utf-8")
+
+
 NFC_TEXT = unicodedata.normalize("NFC", "The na\u00efve reader sees a consistent view.\nWrite skew is possible.\n")
 
 CASES: dict[str, Case] = {
@@ -135,6 +156,18 @@ CASES: dict[str, Case] = {
     "judgments: invalid UTF-8": Case(_judgments_bytes(lambda b: b.replace(b"anomaly", b"anom\xe1ly")),
                                      "judgments.jsonl:3", "not valid UTF-8"),
     "judgments: CRLF": Case(_judgments_bytes(lambda b: b.replace(b"\n", b"\r\n")), "judgments.jsonl:1", "CRLF"),
+    # judgments.jsonl, JSON that json.loads reads silently wrong or fails on outside JSONDecodeError
+    "judgments: duplicate key": Case(
+        _judgment_line(1, lambda line: line.replace(b'"query": ', b'"query": "backups", "query": ', 1)),
+        "judgments.jsonl:1", "key 'query' appears twice"),
+    "judgments: lone surrogate": Case(_judgment_line(3, lambda line: line.replace(b"anomaly", b"anomaly \\ud800", 1)),
+                                      "judgments.jsonl:3", "lone surrogate U+D800"),
+    "judgments: nested 100,000 deep": Case(_judgment_line(2, lambda line: b"[" * 100_000 + b"]" * 100_000),
+                                           "judgments.jsonl:2", "nested too deeply"),
+    "judgments: 5,000-digit integer": Case(_judgment_line(4, _add_field(b"7" * 5000)), "judgments.jsonl:4",
+                                           "thousands of digits"),
+    "judgments: NaN": Case(_judgment_line(2, _add_field(b"NaN")), "judgments.jsonl:2", "NaN is not a JSON number"),
+    "judgments: 1e400": Case(_judgment_line(2, _add_field(b"1e400")), "judgments.jsonl:2", "too large to represent"),
     # judgments.jsonl, one record
     "judgment: missing field": Case(_edit_record(0, lambda r: r.pop("category")),
                                     "judgments.jsonl:1", "key 'category'"),
@@ -208,6 +241,8 @@ CASES: dict[str, Case] = {
     "params: typo in a key": Case(_param("chunk.sise", 400), "key 'chunk.sise'", "not a known field"),
     "params: unknown section": Case(_param("rerank.model", "x"), "key 'rerank'", "not a known field"),
     "params: not YAML": Case(_params_text("chunk: [size: 800\n"), "params.yaml", "YAML", dvc_reports_it=True),
+    # DVC's own YAML reader stops at a duplicate key too ("found duplicate key"), naming params.yaml and the line.
+    "params: duplicate key": Case(_params_duplicate_key, "params.yaml", "duplicate key", dvc_reports_it=True),
     # the audit's hard rule
     "audit: no_answer query shares corpus tokens": Case(
         _edit_record(3, lambda r: r.update(query="snapshot sourdough")), "judgments.jsonl:4",

@@ -64,3 +64,27 @@ def test_result_params_keep_only_what_the_retriever_reads():
                         "score": {"ks": [1, 3, 5, 10], "budgets": [500, 1000, 2000]}}
     custom = load_params(None, ["retrieve.retriever=python:m:f", "retrieve.options={a: 1}"]).result_params()
     assert custom["retrieve"]["options"] == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key", "first"),
+    [
+        ("chunk:\n  size: 800\n  size: 400\n", 3, "chunk.size", 2),
+        ("chunk:\n  size: 400\nbm25:\n  k1: 1.0\nchunk:\n  overlap: 0\n", 5, "chunk", 1),
+        ("retrieve:\n  retriever: python:m:f\n  options:\n    top: 5\n    model: a\n    top: 6\n",
+         6, "retrieve.options.top", 4),
+        ("retrieve:\n  options: {layers: [{n: 1, n: 2}]}\n", 2, "retrieve.options.layers.0.n", 2),
+    ],
+)
+def test_a_key_written_twice_names_the_file_line_and_dotted_key(tmp_path, text, line, key, first):
+    path = write(tmp_path, text)
+    with pytest.raises(ParamsError) as info:
+        load_params(path)
+    assert (info.value.path, info.value.line, info.value.key) == (str(path), line, key)
+    assert f"duplicate key (first set on line {first})" in str(info.value)
+
+
+def test_a_merge_key_may_be_overridden_beside_it(tmp_path):
+    # `<<` copies defaults that the keys next to it are meant to replace: not a duplicate.
+    text = "retrieve:\n  retriever: python:m:f\n  options:\n    <<: {top: 5, model: a}\n    top: 6\n"
+    assert load_params(write(tmp_path, text)).retrieve.options == {"top": 6, "model": "a"}

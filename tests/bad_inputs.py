@@ -297,3 +297,49 @@ PLUGIN_CASES: dict[str, PluginCase] = {
     "score a numpy array": PluginCase(_search("return [(self.first, np.array([1.0, 2.0]))]"),
                                       "scores must be finite numbers"),
 }
+
+
+# --- groundkit import-beir: JSON that json.loads reads silently wrong or fails on outside JSONDecodeError
+# Each case edits one line of the small dataset that tests/test_beir.py writes.
+
+
+@dataclass(frozen=True)
+class BeirCase:
+    file: str
+    line: int
+    edit: Callable[[str], str]
+    where: str
+    what: str
+
+    def damage(self, dataset: Path) -> None:
+        path = dataset / self.file
+        lines = path.read_text(encoding="utf-8").split("\n")
+        lines[self.line - 1] = self.edit(lines[self.line - 1])
+        path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def _with_field(raw: str) -> Callable[[str], str]:
+    return lambda line: line[:-1] + ', "extra": ' + raw + "}"
+
+
+def _twice(key: str, first: str) -> Callable[[str], str]:
+    """Write ``key`` once more, with the value ``first``, before its real value."""
+    return lambda line: line.replace(f'"{key}": ', f'"{key}": {first}, "{key}": ', 1)
+
+
+BEIR_CASES: dict[str, BeirCase] = {
+    "corpus: duplicate key": BeirCase("corpus.jsonl", 2, _twice("text", '"old"'), "corpus.jsonl:2",
+                                      "key 'text' appears twice"),
+    "queries: duplicate key": BeirCase("queries.jsonl", 1, _twice("_id", '"q9"'), "queries.jsonl:1",
+                                       "key '_id' appears twice"),
+    "queries: lone surrogate": BeirCase("queries.jsonl", 2, lambda line: line.replace("snapshot", "snap\\udc00shot"),
+                                        "queries.jsonl:2", "lone surrogate U+DC00"),
+    "corpus: lone surrogate in an unused field": BeirCase("corpus.jsonl", 1, _with_field('"\\ud800"'),
+                                                          "corpus.jsonl:1", "lone surrogate U+D800"),
+    "corpus: nested 100,000 deep": BeirCase("corpus.jsonl", 3, _with_field("[" * 100_000 + "]" * 100_000),
+                                            "corpus.jsonl:3", "nested too deeply"),
+    "queries: 5,000-digit integer": BeirCase("queries.jsonl", 3, _with_field("9" * 5000), "queries.jsonl:3",
+                                             "thousands of digits"),
+    "corpus: NaN": BeirCase("corpus.jsonl", 4, _with_field("NaN"), "corpus.jsonl:4", "NaN is not a JSON number"),
+    "queries: 1e400": BeirCase("queries.jsonl", 2, _with_field("-1e400"), "queries.jsonl:2", "too large to represent"),
+}

@@ -32,11 +32,11 @@ import importlib
 import itertools
 import math
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
@@ -136,8 +136,9 @@ def _user_code(spec: str, step: str, fix: str) -> Iterator[None]:
                                  "exception to report a problem") from exc
     except BaseException as exc:
         # The user's code failed, not groundkit's: say so; --debug shows their traceback (chained).
-        raise RetrieverError(**_WHERE, problem=f"retriever {spec!r}: {step} raised {type(exc).__name__}: "
-                             f"{_shown(exc, text=True)}", fix=fix) from exc
+        detail = _shown(exc, text=True)
+        raised = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        raise RetrieverError(**_WHERE, problem=f"retriever {spec!r}: {step} raised {raised}", fix=fix) from exc
 
 
 def load_factory(spec: str) -> RetrieverFactory:
@@ -197,7 +198,7 @@ class CheckedRetriever:
         if not callable(search):
             self._fail(f"the factory returned {type(inner).__name__}, which has no search(query, depth) method")
 
-    def _fail(self, problem: str) -> None:
+    def _fail(self, problem: str) -> NoReturn:
         raise RetrieverError(**_WHERE, problem=f"retriever {self.spec!r}: {problem}",
                              fix="see the contract in groundkit/retrievers.py: search(query, depth) returns at most "
                                  "depth (chunk_id, score) pairs")
@@ -212,6 +213,8 @@ class CheckedRetriever:
         with _user_code(self.spec, f"iterating the results of {call}", fix=fix):
             # One past depth tells that there are too many; an endless generator must not hang the run.
             results = list(itertools.islice(returned, depth + 1))
+            if isinstance(returned, Generator):
+                returned.close()  # runs its cleanup here, where a failure is reported, not at garbage collection
         if len(results) > depth:
             self._fail(f"returned more than {depth} results for depth {depth}")
         seen: dict[str, float] = {}
@@ -221,7 +224,6 @@ class CheckedRetriever:
                 pair = _read_pair(item)
             if isinstance(pair, str):
                 self._fail(pair)
-                raise AssertionError  # unreachable: _fail raises; narrows the type for mypy
             chunk_id, score = pair
             if chunk_id not in self._order:
                 self._fail(f"returned chunk id {_shown(chunk_id)}, which is not one of the chunks it was built from")

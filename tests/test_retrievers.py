@@ -92,6 +92,8 @@ def test_python_retriever_results_are_reordered_by_groundkit(tiny_corpus, tmp_pa
         ("python:tests.tiny_retriever:make", "huge score", "integer score of about 401 digits"),
         ("python:tests.tiny_retriever:make", "array score", "returned score array([1.]) for chunk"),
         ("python:tests.tiny_retriever:make", "endless", "returned more than 3 results for depth 3"),
+        ("python:tests.tiny_retriever:make", "exits on close", "iterating the results of search('q', 3) tried to "
+                                                               "end the process"),
         ("python:tests.tiny_retriever:make", "a dict", "returned dict, not a list"),
         ("python:tests.tiny_retriever:make", "unshowable", "returned <_Unshowable that cannot be shown>, not a "
                                                            "(chunk_id, score) pair"),

@@ -90,6 +90,14 @@ def _endless(chunk_id):
         yield (chunk_id, 1.0)
 
 
+def _exits_on_close(chunk_id):
+    try:
+        while True:
+            yield (chunk_id, 1.0)
+    finally:
+        sys.exit(0)
+
+
 # misbehave: results built from the first chunk's id, each outside the contract in one way.
 ODD_RESULTS = {
     "exits": lambda chunk_id: sys.exit(0),
@@ -97,6 +105,7 @@ ODD_RESULTS = {
     "raises midway": _raises_midway,
     "exits midway": _exits_midway,
     "endless": _endless,
+    "exits on close": _exits_on_close,
     "a dict": lambda chunk_id: {chunk_id: 1.0},
     "list id": lambda chunk_id: [([chunk_id], 1.0)],
     "int id": lambda chunk_id: [(7, 1.0)],

@@ -40,7 +40,6 @@ written into a temporary directory renamed into place only on success.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Iterator
@@ -49,6 +48,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from groundkit._json import JSONLineError, loads_line
 from groundkit._validation import describe
 from groundkit.artifacts import atomic_directory, dumps_json, file_sha256
 from groundkit.errors import DatasetError
@@ -107,12 +107,10 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     _require_file(path)
     for number, line in _lines(path):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                path, f"invalid JSON: {exc.msg} (column {exc.colno})",
-                fix="each line must be one JSON object", line=number,
-            ) from None
+            # Strict: a key written twice, a lone surrogate, NaN, 1e400, deep nesting or a huge integer is refused.
+            record = loads_line(line)
+        except JSONLineError as exc:
+            raise DatasetError(path, exc.problem, fix="each line must be one JSON object", line=number) from None
         if not isinstance(record, dict):
             raise DatasetError(path, "expected a JSON object", fix="each line must be one JSON object", line=number)
         yield number, record

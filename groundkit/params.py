@@ -268,15 +268,66 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return data
 
 
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: str, line: int, first_line: int) -> None:
+        super().__init__(key)
+        self.key, self.line, self.first_line = key, line, first_line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key written twice in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self._prefixes = _key_prefixes(node)
+        return super().construct_document(node)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *defaults` is meant to be overridden by the keys beside it
+            key = self.construct_object(key_node, deep=True)
+            try:
+                earlier = first_line.get(key)
+            except TypeError:
+                continue  # an unhashable key: SafeLoader reports it, with its line
+            if earlier is not None:
+                raise _DuplicateKey(self._prefixes.get(id(node), "") + str(key), key_node.start_mark.line + 1,
+                                    earlier)
+            first_line[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def _key_prefixes(root: yaml.Node) -> dict[int, str]:
+    """The dotted path (``retrieve.options.``) in front of the keys of each mapping node, by node id."""
+    prefixes: dict[int, str] = {}
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    while stack:  # iterative, and each node once: aliases may point back up the tree
+        node, prefix = stack.pop()
+        if id(node) in prefixes:
+            continue
+        prefixes[id(node)] = prefix
+        if isinstance(node, yaml.MappingNode):
+            stack.extend((value, f"{prefix}{key.value}.") for key, value in node.value
+                         if isinstance(key, yaml.ScalarNode))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, f"{prefix}{index}.") for index, item in enumerate(node.value))
+    return prefixes
+
+
 def read_params_file(path: str | Path) -> dict[str, Any]:
-    """Read params.yaml into a dict, with YAML errors reported by line."""
+    """Read params.yaml into a dict, with YAML errors (a key written twice among them) reported by line."""
     path = Path(path)
     if not path.is_file():
         raise ParamsError(path, "params file does not exist", fix="pass --params PATH or create params.yaml")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except UnicodeDecodeError:
         raise ParamsError(path, "is not valid UTF-8", fix="re-encode the file as UTF-8") from None
+    except _DuplicateKey as exc:
+        raise ParamsError(path, f"duplicate key (first set on line {exc.first_line}); YAML would silently keep only "
+                          "the last value", key=exc.key, line=exc.line,
+                          fix="keep one of the two lines") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ParamsError(

@@ -157,6 +157,29 @@ def _swap_first_two(root: Path) -> None:
 
 # 4,000 lines of 67 characters, 268 kB, with "the" at columns 26 and 40 of each.
 LARGE_TEXT = "Snapshot isolation keeps the reader on the snapshot it began with.\n" * 4000
+
+
+def _judgment_line(number: int, edit: Callable[[bytes], bytes]) -> Callable[[Path], None]:
+    """Edit the bytes of one line of judgments.jsonl (1-based), for JSON that json.dumps would never write."""
+
+    def transform(data: bytes) -> bytes:
+        lines = data.split(b"\n")
+        lines[number - 1] = edit(lines[number - 1])
+        return b"\n".join(lines)
+
+    return _judgments_bytes(transform)
+
+
+def _add_field(raw: bytes) -> Callable[[bytes], bytes]:
+    return lambda line: line[:-1] + b', "note": ' + raw + b"}"
+
+
+def _params_duplicate_key(root: Path) -> None:
+    text = (root / PARAMS).read_text(encoding="utf-8")
+    assert "  size: 800\n" in text
+    (root / PARAMS).write_text(text.replace("  size: 800\n", "  size: 800\n  size: 400\n", 1), encoding="utf-8")
+
+
 NFC_TEXT = unicodedata.normalize("NFC", "The na\u00efve reader sees a consistent view.\nWrite skew is possible.\n")
 
 CASES: dict[str, Case] = {
@@ -169,6 +192,18 @@ CASES: dict[str, Case] = {
     "judgments: invalid UTF-8": Case(_judgments_bytes(lambda b: b.replace(b"anomaly", b"anom\xe1ly")),
                                      "judgments.jsonl:3", "not valid UTF-8"),
     "judgments: CRLF": Case(_judgments_bytes(lambda b: b.replace(b"\n", b"\r\n")), "judgments.jsonl:1", "CRLF"),
+    # judgments.jsonl, JSON that json.loads reads silently wrong or fails on outside JSONDecodeError
+    "judgments: duplicate key": Case(
+        _judgment_line(1, lambda line: line.replace(b'"query": ', b'"query": "backups", "query": ', 1)),
+        "judgments.jsonl:1", "key 'query' appears twice"),
+    "judgments: lone surrogate": Case(_judgment_line(3, lambda line: line.replace(b"anomaly", b"anomaly \\ud800", 1)),
+                                      "judgments.jsonl:3", "lone surrogate U+D800"),
+    "judgments: nested 100,000 deep": Case(_judgment_line(2, lambda line: b"[" * 100_000 + b"]" * 100_000),
+                                           "judgments.jsonl:2", "nested too deeply"),
+    "judgments: 5,000-digit integer": Case(_judgment_line(4, _add_field(b"7" * 5000)), "judgments.jsonl:4",
+                                           "thousands of digits"),
+    "judgments: NaN": Case(_judgment_line(2, _add_field(b"NaN")), "judgments.jsonl:2", "NaN is not a JSON number"),
+    "judgments: 1e400": Case(_judgment_line(2, _add_field(b"1e400")), "judgments.jsonl:2", "too large to represent"),
     # judgments.jsonl, one record
     "judgment: missing field": Case(_edit_record(0, lambda r: r.pop("category")),
                                     "judgments.jsonl:1", "key 'category'"),
@@ -272,8 +307,105 @@ CASES: dict[str, Case] = {
     "params: typo in a key": Case(_param("chunk.sise", 400), "key 'chunk.sise'", "not a known field"),
     "params: unknown section": Case(_param("rerank.model", "x"), "key 'rerank'", "not a known field"),
     "params: not YAML": Case(_params_text("chunk: [size: 800\n"), "params.yaml", "YAML", dvc_reports_it=True),
+    # DVC's own YAML reader stops at a duplicate key too ("found duplicate key"), naming params.yaml and the line.
+    "params: duplicate key": Case(_params_duplicate_key, "params.yaml", "duplicate key", dvc_reports_it=True),
     # the audit's hard rule
     "audit: no_answer query shares corpus tokens": Case(
         _edit_record(3, lambda r: r.update(query="snapshot sourdough")), "judgments.jsonl:4",
         "shares tokens with the corpus"),
+}
+
+
+# --- python: retrievers (run through the `groundkit` console script) ----------------------------
+# A plugin module must be importable from the current directory, which the in-process catalogue
+# cannot offer; each case is a module `plugin.py` whose `make` is named by retrieve.retriever.
+
+
+@dataclass(frozen=True)
+class PluginCase:
+    source: str
+    what: str
+
+
+_SEARCH = """
+class Retriever:
+    def __init__(self, chunks):
+        self.first = chunks[0].chunk_id
+
+    def search(self, query, depth):
+{body}
+
+
+def make(chunks, options):
+    return Retriever(chunks)
+"""
+
+
+def _search(*body: str) -> str:
+    return "import sys\n\nimport numpy as np\n" + _SEARCH.format(body="\n".join(" " * 8 + line for line in body))
+
+
+PLUGIN_CASES: dict[str, PluginCase] = {
+    "exit in the module body": PluginCase("import sys\n\nsys.exit(0)\n",
+                                          "importing module 'plugin' tried to end the process (SystemExit with "
+                                          "code 0)"),
+    "exit in the factory": PluginCase("import sys\n\n\ndef make(chunks, options):\n    sys.exit(0)\n",
+                                      "the factory tried to end the process (SystemExit with code 0)"),
+    "exit in search": PluginCase(_search("sys.exit(0)"), "tried to end the process (SystemExit with code 0)"),
+    "exit without a code in search": PluginCase(_search("raise SystemExit"),
+                                                "tried to end the process (SystemExit with code None)"),
+    "exit with a message in search": PluginCase(_search("sys.exit('no index')"),
+                                                "tried to end the process (SystemExit with code 'no index')"),
+    "generator raising midway": PluginCase(_search("yield (self.first, 1.0)", "raise RuntimeError('lost')"),
+                                           "iterating the results of search("),
+    "chunk id a list": PluginCase(_search("return [([self.first], 1.0)]"), "chunk ids are strings"),
+    "score 10**400": PluginCase(_search("return [(self.first, 10**400)]"), "integer score of about 401 digits"),
+    "score a numpy array": PluginCase(_search("return [(self.first, np.array([1.0, 2.0]))]"),
+                                      "scores must be finite numbers"),
+}
+
+
+# --- groundkit import-beir: JSON that json.loads reads silently wrong or fails on outside JSONDecodeError
+# Each case edits one line of the small dataset that tests/test_beir.py writes.
+
+
+@dataclass(frozen=True)
+class BeirCase:
+    file: str
+    line: int
+    edit: Callable[[str], str]
+    where: str
+    what: str
+
+    def damage(self, dataset: Path) -> None:
+        path = dataset / self.file
+        lines = path.read_text(encoding="utf-8").split("\n")
+        lines[self.line - 1] = self.edit(lines[self.line - 1])
+        path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def _with_field(raw: str) -> Callable[[str], str]:
+    return lambda line: line[:-1] + ', "extra": ' + raw + "}"
+
+
+def _twice(key: str, first: str) -> Callable[[str], str]:
+    """Write ``key`` once more, with the value ``first``, before its real value."""
+    return lambda line: line.replace(f'"{key}": ', f'"{key}": {first}, "{key}": ', 1)
+
+
+BEIR_CASES: dict[str, BeirCase] = {
+    "corpus: duplicate key": BeirCase("corpus.jsonl", 2, _twice("text", '"old"'), "corpus.jsonl:2",
+                                      "key 'text' appears twice"),
+    "queries: duplicate key": BeirCase("queries.jsonl", 1, _twice("_id", '"q9"'), "queries.jsonl:1",
+                                       "key '_id' appears twice"),
+    "queries: lone surrogate": BeirCase("queries.jsonl", 2, lambda line: line.replace("snapshot", "snap\\udc00shot"),
+                                        "queries.jsonl:2", "lone surrogate U+DC00"),
+    "corpus: lone surrogate in an unused field": BeirCase("corpus.jsonl", 1, _with_field('"\\ud800"'),
+                                                          "corpus.jsonl:1", "lone surrogate U+D800"),
+    "corpus: nested 100,000 deep": BeirCase("corpus.jsonl", 3, _with_field("[" * 100_000 + "]" * 100_000),
+                                            "corpus.jsonl:3", "nested too deeply"),
+    "queries: 5,000-digit integer": BeirCase("queries.jsonl", 3, _with_field("9" * 5000), "queries.jsonl:3",
+                                             "thousands of digits"),
+    "corpus: NaN": BeirCase("corpus.jsonl", 4, _with_field("NaN"), "corpus.jsonl:4", "NaN is not a JSON number"),
+    "queries: 1e400": BeirCase("queries.jsonl", 2, _with_field("-1e400"), "queries.jsonl:2", "too large to represent"),
 }

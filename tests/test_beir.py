@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from groundkit.beir import import_beir
+from groundkit.cli import main
 from groundkit.documents import load_corpus
 from groundkit.errors import DatasetError
 from groundkit.evals.corpus import load_judgments
+from tests.bad_inputs import BEIR_CASES
 from tests.dvc_helpers import env
 
 CORPUS = [
@@ -192,3 +194,15 @@ def test_imported_dataset_runs_and_every_chunk_of_a_relevant_document_is_gold(tm
     expected += [f"q2 0 {c['chunk_id']} 1" for c in chunks if c["document"] == "d2.txt"]
     assert len(expected) > 3  # the documents really were split into several chunks
     assert sorted(qrels) == sorted(expected)
+
+
+@pytest.mark.parametrize("name", sorted(BEIR_CASES))
+def test_unusual_json_is_one_message_through_import_beir(tmp_path, capsys, name):
+    case = BEIR_CASES[name]
+    source = write_dataset(tmp_path / "beir")
+    case.damage(source)
+    assert main(["import-beir", str(source), "--out", str(tmp_path / "out")]) == 1
+    stderr = capsys.readouterr().err
+    assert stderr.startswith("error: ") and stderr.count("error: ") == 1, stderr
+    assert case.where in stderr and case.what in stderr and "fix:" in stderr and "Traceback" not in stderr, stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["beir"]  # no --out, no temporary folder

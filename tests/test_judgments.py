@@ -50,6 +50,14 @@ def test_loads_in_file_order_skipping_blank_lines(tmp_path):
         ([json.dumps(GOOD | {"gold": [{"document": "a.md", "whole_document": "yes"}]})], 1,
          "key 'gold.0.whole_document'"),
         ([json.dumps(GOOD | {"gold": [{"document": "", "whole_document": True}]})], 1, "key 'gold.0.document'"),
+        # JSON that json.loads accepts silently, or fails on with something other than a JSONDecodeError.
+        ([json.dumps(GOOD).replace('"what is a lease"', '"what is a lease", "query": "lease"')], 1,
+         "key 'query' appears twice in one object"),
+        ([json.dumps(GOOD).replace("a lease is", "a lease \\ud800is")], 1, "lone surrogate U+D800"),
+        (["[" * 100_000 + "]" * 100_000], 1, "nested too deeply"),
+        ([json.dumps(GOOD)[:-1] + ', "rank": ' + "7" * 5000 + "}"], 1, "thousands of digits"),
+        ([json.dumps(GOOD)[:-1] + ', "score": NaN}'], 1, "NaN is not a JSON number"),
+        ([json.dumps(GOOD)[:-1] + ', "score": 1e400}'], 1, "too large to represent"),
     ],
 )
 def test_malformed_lines_are_reported_with_their_line(tmp_path, lines, line, message):

@@ -94,3 +94,27 @@ def test_path_params_may_hold_what_the_shell_would_expand():
     odd = "evals/my corpus $(touch PWNED) `id` $HOME; \\ \" * ?"
     params = validate_params({"corpus": {"root": odd, "judgments": odd}, "retrieve": {"run": odd}})
     assert (params.corpus.root, params.corpus.judgments, params.retrieve.run) == (odd, odd, odd)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key", "first"),
+    [
+        ("chunk:\n  size: 800\n  size: 400\n", 3, "chunk.size", 2),
+        ("chunk:\n  size: 400\nbm25:\n  k1: 1.0\nchunk:\n  overlap: 0\n", 5, "chunk", 1),
+        ("retrieve:\n  retriever: python:m:f\n  options:\n    top: 5\n    model: a\n    top: 6\n",
+         6, "retrieve.options.top", 4),
+        ("retrieve:\n  options: {layers: [{n: 1, n: 2}]}\n", 2, "retrieve.options.layers.0.n", 2),
+    ],
+)
+def test_a_key_written_twice_names_the_file_line_and_dotted_key(tmp_path, text, line, key, first):
+    path = write(tmp_path, text)
+    with pytest.raises(ParamsError) as info:
+        load_params(path)
+    assert (info.value.path, info.value.line, info.value.key) == (str(path), line, key)
+    assert f"duplicate key (first set on line {first})" in str(info.value)
+
+
+def test_a_merge_key_may_be_overridden_beside_it(tmp_path):
+    # `<<` copies defaults that the keys next to it are meant to replace: not a duplicate.
+    text = "retrieve:\n  retriever: python:m:f\n  options:\n    <<: {top: 5, model: a}\n    top: 6\n"
+    assert load_params(write(tmp_path, text)).retrieve.options == {"top": 6, "model": "a"}

@@ -14,6 +14,7 @@ from groundkit.contracts import Document
 from groundkit.errors import RetrieverError
 from groundkit.params import load_params
 from groundkit.retrievers import build_retriever, rank_rows, reciprocal_rank_fusion
+from tests.bad_inputs import PLUGIN_CASES
 from tests.conftest import REPO
 from tests.dvc_helpers import env
 
@@ -69,7 +70,33 @@ def test_python_retriever_results_are_reordered_by_groundkit(tiny_corpus, tmp_pa
         ("python:tests.tiny_retriever:broken_factory", "", "the factory raised ValueError: no GPU here"),
         ("python:tests.tiny_retriever:no_search", "", "has no search(query, depth) method"),
         ("python:tests.tiny_retriever:absent", "", "has no callable 'absent'"),
-        ("python:tests.no_such_module:make", "", "cannot import module 'tests.no_such_module'"),
+        ("python:tests.no_such_module:make", "", "importing module 'tests.no_such_module' raised "
+                                                  "ModuleNotFoundError"),
+        # Leaving the user's code by any door but a return names the step.
+        ("python:tests.tiny_retriever:make", "exits", "search('q', 3) tried to end the process (SystemExit with "
+                                                      "code 0)"),
+        ("python:tests.tiny_retriever:make", "exits None", "search('q', 3) tried to end the process (SystemExit "
+                                                           "with code None)"),
+        ("python:tests.tiny_retriever:exiting_factory", "", "the factory tried to end the process"),
+        ("python:tests.tiny_retriever:make", "raises midway", "iterating the results of search('q', 3) raised "
+                                                              "ValueError: index went away"),
+        ("python:tests.tiny_retriever:make", "exits midway", "iterating the results of search('q', 3) tried to "
+                                                             "end the process"),
+        ("python:tests.tiny_retriever:make", "len exits", "reading result 1 of search('q', 3) tried to end the "
+                                                          "process"),
+        ("python:tests.tiny_retriever:make", "float raises", "reading result 1 of search('q', 3) raised "
+                                                             "ArithmeticError: no float today"),
+        # Results outside the contract that crashed groundkit itself.
+        ("python:tests.tiny_retriever:make", "list id", "(list); chunk ids are strings"),
+        ("python:tests.tiny_retriever:make", "int id", "returned chunk id 7 (int); chunk ids are strings"),
+        ("python:tests.tiny_retriever:make", "huge score", "integer score of about 401 digits"),
+        ("python:tests.tiny_retriever:make", "array score", "returned score array([1.]) for chunk"),
+        ("python:tests.tiny_retriever:make", "endless", "returned more than 3 results for depth 3"),
+        ("python:tests.tiny_retriever:make", "exits on close", "iterating the results of search('q', 3) tried to "
+                                                               "end the process"),
+        ("python:tests.tiny_retriever:make", "a dict", "returned dict, not a list"),
+        ("python:tests.tiny_retriever:make", "unshowable", "returned <_Unshowable that cannot be shown>, not a "
+                                                           "(chunk_id, score) pair"),
     ],
 )
 def test_python_retriever_contract_violations(tiny_corpus, tmp_path, monkeypatch, spec, misbehave, fragment):
@@ -79,6 +106,33 @@ def test_python_retriever_contract_violations(tiny_corpus, tmp_path, monkeypatch
         build_retriever(params, _chunks(tiny_corpus), tmp_path, tmp_path).search("q", 3)
     assert fragment in str(info.value)
     assert info.value.key == "retrieve.retriever"
+
+
+def test_numpy_ids_and_scores_become_plain_str_and_float(tiny_corpus, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    chunks = _chunks(tiny_corpus)
+    params = load_params(None, ["retrieve.retriever=python:tests.tiny_retriever:make",
+                                "retrieve.options={misbehave: numpy ids}"])
+    ((chunk_id, score),) = build_retriever(params, chunks, tmp_path, tmp_path).search("q", 3)
+    assert (type(chunk_id), chunk_id, type(score), score) == (str, chunks[0].chunk_id, float, 2.0)
+
+
+def test_keyboard_interrupt_in_a_retriever_is_not_swallowed(tiny_corpus, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    params = load_params(None, ["retrieve.retriever=python:tests.tiny_retriever:make",
+                                "retrieve.options={misbehave: interrupted}"])
+    retriever = build_retriever(params, _chunks(tiny_corpus), tmp_path, tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        retriever.search("q", 3)
+
+
+def test_a_factory_editing_its_options_does_not_change_the_params(tiny_corpus, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    params = load_params(None, ["retrieve.retriever=python:tests.tiny_retriever:editing_factory",
+                                "retrieve.options={nested: {k: 1}}"])
+    build_retriever(params, _chunks(tiny_corpus), tmp_path, tmp_path)
+    # run.json records these options: they must be the ones the user wrote.
+    assert params.result_params()["retrieve"]["options"] == {"nested": {"k": 1}}
 
 
 def test_python_retriever_through_the_command_line(tiny_corpus, tmp_path):
@@ -97,3 +151,25 @@ def test_python_retriever_through_the_command_line(tiny_corpus, tmp_path):
     assert metrics["no_answer"]["abstained"] == 0
     assert (out / "run.trec").read_text().split("\n")[0].endswith("groundkit-python")
     assert json.loads((out / "run.json").read_text())["params"]["retrieve"]["options"] == {"word": "snapshot"}
+
+
+@pytest.mark.parametrize("name", sorted(PLUGIN_CASES))
+def test_plugin_that_breaks_the_contract_fails_groundkit_run_cleanly(tiny_corpus, tmp_path, name):
+    case = PLUGIN_CASES[name]
+    corpus, judgments = tiny_corpus
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "plugin.py").write_text(case.source, encoding="utf-8")
+    out = workspace / "out"
+    result = subprocess.run(
+        ["groundkit", "run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(out),
+         "--set", "audit.max_trivial_share=1.0", "--set", "chunk.size=60",
+         "--set", "retrieve.retriever=python:plugin:make"],
+        capture_output=True, text=True, env=env(PYTHONPATH=str(REPO)), cwd=workspace, check=False)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith("error: ") and result.stderr.count("error: ") == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for fragment in ("key 'retrieve.retriever'", "retriever 'python:plugin:make'", case.what, "fix:"):
+        assert fragment in result.stderr, result.stderr
+    # Nothing written: no --out, no scratch folder of the run.
+    assert {p.name for p in workspace.iterdir()} <= {"plugin.py", "__pycache__"}

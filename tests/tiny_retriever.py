@@ -8,6 +8,9 @@ contract in one named way.
 from __future__ import annotations
 
 import math
+import sys
+
+import numpy as np
 
 
 class WordCount:
@@ -21,6 +24,8 @@ class WordCount:
             raise KeyError("index not built")
         if self.misbehave == "not a list":
             return 42
+        if self.misbehave in ODD_RESULTS:
+            return ODD_RESULTS[self.misbehave](self.chunks[0].chunk_id)
         hits = [(c.chunk_id, float(c.text.lower().count(self.word))) for c in self.chunks]
         hits = [h for h in hits if h[1] > 0]
         # Deliberately worst-first: groundkit must impose its own order.
@@ -49,3 +54,75 @@ def no_search(chunks, options):
 
 def broken_factory(chunks, options):
     raise ValueError("no GPU here")
+
+
+class _Unshowable:
+    def __repr__(self):
+        sys.exit(0)
+
+
+class _ExitingPair(tuple):
+    def __len__(self):
+        sys.exit(0)
+
+
+class _BadFloat(int):
+    def __float__(self):
+        raise ArithmeticError("no float today")
+
+
+def _raises_midway(chunk_id):
+    yield (chunk_id, 1.0)
+    raise ValueError("index went away")
+
+
+def _exits_midway(chunk_id):
+    yield (chunk_id, 1.0)
+    sys.exit(0)
+
+
+def _interrupted(chunk_id):
+    raise KeyboardInterrupt
+
+
+def _endless(chunk_id):
+    while True:
+        yield (chunk_id, 1.0)
+
+
+def _exits_on_close(chunk_id):
+    try:
+        while True:
+            yield (chunk_id, 1.0)
+    finally:
+        sys.exit(0)
+
+
+# misbehave: results built from the first chunk's id, each outside the contract in one way.
+ODD_RESULTS = {
+    "exits": lambda chunk_id: sys.exit(0),
+    "exits None": lambda chunk_id: sys.exit(),
+    "raises midway": _raises_midway,
+    "exits midway": _exits_midway,
+    "endless": _endless,
+    "exits on close": _exits_on_close,
+    "a dict": lambda chunk_id: {chunk_id: 1.0},
+    "list id": lambda chunk_id: [([chunk_id], 1.0)],
+    "int id": lambda chunk_id: [(7, 1.0)],
+    "huge score": lambda chunk_id: [(chunk_id, 10**400)],
+    "array score": lambda chunk_id: [(chunk_id, np.array([1.0]))],
+    "unshowable": lambda chunk_id: [_Unshowable()],
+    "len exits": lambda chunk_id: [_ExitingPair((chunk_id, 1.0))],
+    "float raises": lambda chunk_id: [(chunk_id, _BadFloat(1))],
+    "numpy ids": lambda chunk_id: [(np.str_(chunk_id), np.float32(2.0))],
+    "interrupted": _interrupted,
+}
+
+
+def exiting_factory(chunks, options):
+    sys.exit(0)
+
+
+def editing_factory(chunks, options):
+    options["nested"]["k"] = 2
+    return WordCount(chunks, options)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from groundkit._json import JSONLineError, loads_line
 from groundkit._text import decode_utf8_lf
 from groundkit._validation import describe
 from groundkit.errors import JudgmentsError
@@ -144,12 +145,13 @@ _JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", boo
 def parse_judgment(path: Path, line_number: int, line: str) -> Judgment:
     """Parse and validate one JSONL line."""
     try:
-        raw = json.loads(line)
-    except json.JSONDecodeError as exc:
+        # Strict: a key written twice, a lone surrogate, NaN or a number beyond range is an error, not a value.
+        raw = loads_line(line)
+    except JSONLineError as exc:
         raise JudgmentsError(
             path,
-            f"invalid JSON: {exc.msg} (column {exc.colno})",
-            fix="each non-blank line must be one JSON object",
+            exc.problem,
+            fix="each non-blank line must be one JSON object (each key once, finite numbers, valid Unicode)",
             line=line_number,
         ) from None
     if not isinstance(raw, dict):

@@ -224,8 +224,12 @@ def _commit(scratch: Path, out: Path, existed: bool, artifacts: Sequence[str], c
     if not existed:
         # Whatever a step left beside its artifacts stays out of --out, as it does when replacing with --force.
         for entry in scratch.iterdir():
-            if entry.name not in {*artifacts, SCRATCH_MARKER}:
-                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+            if entry.name in {*artifacts, SCRATCH_MARKER}:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
         atomic_write_text(scratch / MARKER, marker)
         os.rename(scratch, out)
         (out / SCRATCH_MARKER).unlink()

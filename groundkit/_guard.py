@@ -2,20 +2,61 @@
 
 Errors groundkit can explain print as one message and exit 1; anything else
 is a bug and says so in one line (exit 3). ``--debug`` adds the traceback.
+An ``OSError`` is the environment speaking (a full disk, a read-only mount),
+not a bug: it prints as the path and the system's reason, exit 1. SIGTERM
+unwinds like an exception, so temporary files and scratch folders are
+removed, and exits 143 as an unhandled SIGTERM would.
 Kept apart from cli.py so that adding a subcommand does not invalidate every
 DVC stage.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
+from types import FrameType
 
 from groundkit.errors import GroundkitError
 
 EXIT_ERROR = 1
 EXIT_INTERNAL = 3
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+_OS_FIXES = {
+    errno.ENOSPC: "free some space on that file system, or write somewhere else",
+    errno.EDQUOT: "free some space within your quota, or write somewhere else",
+    errno.EROFS: "that file system is mounted read-only; write somewhere else",
+    errno.EACCES: "check the permissions of that path, or write somewhere else",
+    errno.EPERM: "check the permissions of that path, or write somewhere else",
+    errno.EFBIG: "the file grew past the file size limit (ulimit -f); raise it or write somewhere else",
+    errno.ENOTDIR: "a part of that path is a file, not a folder; choose another path",
+    errno.ENOENT: "check that the path exists",
+}
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived. A BaseException, so that no ``except Exception`` swallows it on the way out."""
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    # A second SIGTERM must not cut the cleanup that the first one started.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``PATH: reason`` (and a fix where one is known) for an error of the file system."""
+    reason = exc.strerror or str(exc)
+    paths = [os.fsdecode(p) if isinstance(p, str | bytes) else str(p)
+             for p in (exc.filename, exc.filename2) if p is not None]
+    message = f"{' -> '.join(paths)}: {reason}" if paths else reason
+    fix = _OS_FIXES.get(exc.errno) if exc.errno is not None else None
+    return f"{message}\n  fix: {fix}" if fix else message
 
 
 def guarded(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None) -> int:
@@ -24,6 +65,9 @@ def guarded(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     debug = "--debug" in args
     if debug:
         args.remove("--debug")
+    # Signal handlers can only be set from the main thread; elsewhere SIGTERM keeps its old meaning.
+    catch_term = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if catch_term else None
     try:
         return main(args)
     except GroundkitError as exc:
@@ -34,6 +78,14 @@ def guarded(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("terminated by SIGTERM; temporary files were removed", file=sys.stderr)
+        return EXIT_TERMINATED
+    except OSError as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"error: {describe_os_error(exc)}", file=sys.stderr)
+        return EXIT_ERROR
     except Exception as exc:
         if debug:
             traceback.print_exc()
@@ -44,3 +96,6 @@ def guarded(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
                 file=sys.stderr,
             )
         return EXIT_INTERNAL
+    finally:
+        if catch_term:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)

@@ -11,18 +11,24 @@ Line-oriented artifacts that a later stage reads are also *sealed*: a
 the bytes the producing stage wrote. Record checks alone cannot see a file cut
 at a line boundary or a line deleted by hand (the rest still parses); the seal
 can, and ``sha256sum -c`` checks it without groundkit.
+
+Everything written here gets the permissions a plain ``open()`` or
+``mkdir()`` would give under the caller's umask (``tempfile`` would make it
+private to its owner, unreadable by a teammate or a CI artifact store), and an
+``OSError`` names the artifact, not the temporary file it was written through.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import math
 import os
+import secrets
 import shutil
-import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,6 +38,7 @@ from groundkit._validation import describe
 from groundkit.errors import ArtifactError
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 FLOAT_DIGITS = 6
 
@@ -91,18 +98,77 @@ def atomic_write_text(path: str | Path, text: str, *, seal: bool = False) -> Non
         _atomic_write(seal_path(path), f"{digest}  {path.name}\n")
 
 
+def _fresh_names(parent: Path, prefix: str, suffix: str) -> Iterator[Path]:
+    for _ in range(100):
+        yield parent / f"{prefix}{secrets.token_hex(4)}{suffix}"
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", str(parent))
+
+
+def _create(parent: Path, prefix: str, suffix: str, make: Callable[[Path], T]) -> T:
+    for candidate in _fresh_names(parent, prefix, suffix):
+        try:
+            return make(candidate)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            # The random name means nothing to the user; the directory that refused it does.
+            raise OSError(exc.errno, exc.strerror, str(parent)) from exc
+    raise AssertionError("unreachable: _fresh_names raises when it runs out")
+
+
+def new_file(parent: Path, prefix: str, suffix: str = "") -> tuple[int, Path]:
+    """Create and open an unused file in ``parent`` with the mode ``open()`` would give (``mkstemp`` gives 0600)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    return _create(parent, prefix, suffix, lambda path: (os.open(path, flags, 0o666), path))
+
+
+def new_directory(parent: Path, prefix: str, suffix: str = "") -> Path:
+    """Create an unused directory in ``parent`` with the mode ``mkdir()`` would give (``mkdtemp`` gives 0700)."""
+    def make(path: Path) -> Path:
+        path.mkdir(0o777)
+        return path
+
+    return _create(parent, prefix, suffix, make)
+
+
+def relocated(exc: OSError, scratch: Path, final: Path) -> OSError:
+    """``exc`` with paths inside ``scratch`` (or none at all) told as the ``final`` path they stand for.
+
+    A user cannot act on the name of a temporary file that is already gone, and a failed ``write()`` names no
+    file at all; the artifact being written is the path to report.
+    """
+    if exc.errno is None:
+        return exc
+
+    def tell(name: object) -> object:
+        if name is None:
+            return str(final)
+        text = os.fsdecode(name) if isinstance(name, str | bytes) else str(name)
+        inside = os.path.relpath(text, scratch)
+        if inside == os.pardir or inside.startswith(os.pardir + os.sep):
+            return text
+        return str(final) if inside == os.curdir else str(final / inside)
+
+    filename2 = None if exc.filename2 is None else tell(exc.filename2)
+    if filename2 == tell(exc.filename):
+        filename2 = None
+    return OSError(exc.errno, exc.strerror, tell(exc.filename), None, filename2)
+
+
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = new_file(path.parent, f".{path.name}.", ".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise relocated(exc, tmp, path) from exc
         raise
 
 
@@ -116,7 +182,7 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     """Yield a temporary directory that replaces ``path`` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    tmp = new_directory(path.parent, f".{path.name}.", ".tmp")
     try:
         yield tmp
         if path.is_dir():
@@ -124,8 +190,10 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
         elif path.exists():
             path.unlink()
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise relocated(exc, tmp, path) from exc
         raise
 
 

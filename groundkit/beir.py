@@ -35,7 +35,9 @@ Choices, each of which changes what is measured and is therefore written down:
   rather than rewritten, so the mapping back to BEIR ids stays obvious.
 
 The output is deterministic (the same inputs give the same bytes) and is
-written into a temporary directory renamed into place only on success.
+written into a scratch folder moved into place only on success. ``OUT`` must
+be new or empty, or hold an earlier import (replaced only with ``force``); see
+groundkit/_outputs.py.
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundkit._json import JSONLineError, loads_line
+from groundkit._outputs import output_folder
 from groundkit._validation import describe
-from groundkit.artifacts import atomic_directory, dumps_json, file_sha256
+from groundkit.artifacts import dumps_json, file_sha256
 from groundkit.errors import DatasetError
 from groundkit.evals.corpus import Category, GoldSpan, Judgment
 
@@ -270,17 +273,19 @@ def _judgment(query_id: str, text: str, docs: set[str], queries_path: Path, line
 
 
 def import_beir(
-    source: str | Path, out: str | Path, *, split: str = "test", drop_empty: bool = False
+    source: str | Path, out: str | Path, *, split: str = "test", drop_empty: bool = False, force: bool = False
 ) -> dict[str, Any]:
     """Convert the BEIR dataset in ``source`` into ``out`` (corpus/, judgments.jsonl, beir-import.json).
 
-    ``out`` must not exist, be empty, or hold an earlier import (it is then replaced).
+    ``out`` must be new or empty, or hold an earlier import and ``force`` be set: its corpus/,
+    judgments.jsonl and beir-import.json are then replaced and any other file in it is kept.
 
     Returns:
         The manifest written to ``out/beir-import.json``.
 
     Raises:
         DatasetError: naming the file and line of the first bad input.
+        OutputError: if ``out`` is or holds the dataset, or holds files import-beir did not write.
     """
     source, out = Path(source), Path(out)
     if not source.is_dir():
@@ -291,11 +296,9 @@ def import_beir(
     qrels_path = source / "qrels" / f"{split}.tsv"
     for path in (corpus_path, queries_path, qrels_path):
         _require_file(path)
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST).is_file())):
-        raise DatasetError(out, "exists and is not an earlier import-beir output; refusing to replace it",
-                           fix="choose a new --out folder, or delete this one")
 
-    with atomic_directory(out) as tmp:
+    with output_folder(out, command="import-beir", artifacts=(CORPUS_DIR, JUDGMENTS, MANIFEST),
+                       inputs={"the BEIR dataset folder": source}, force=force) as tmp:
         written, dropped, with_cr = _write_corpus(corpus_path, tmp / CORPUS_DIR, drop_empty=drop_empty)
         queries = _read_queries(queries_path)
         relevant, nonpositive, max_score = _read_qrels(qrels_path, queries, written, set(dropped))

@@ -23,7 +23,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # score-run is `run` with the retrieve stage reading the given file: one code path for both.
         overrides += ["retrieve.retriever=external", f"retrieve.run={args.run_file}"]
     params = load_params(args.params, overrides)
-    summary = run(args.corpus, args.judgments, params, args.out)
+    summary = run(args.corpus, args.judgments, params, args.out, force=args.force, command=args.command,
+                  inputs={"the params file": args.params})
     answerable: dict[str, Any] = summary["answerable"]  # type: ignore[assignment]
     no_answer: dict[str, Any] = summary["no_answer"]  # type: ignore[assignment]
     shown = ", ".join(f"{k}={v:.4f}" for k, v in answerable.items() if isinstance(v, float))
@@ -44,6 +45,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from groundkit.params import load_params
 
     params = load_params(args.params, args.set)
+    if args.out:
+        _check_report(args)
     judgments = load_judgments(args.judgments)
     documents = load_corpus(args.corpus)
     # A label that no longer resolves is the first thing an audit must catch.
@@ -55,6 +58,25 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if args.out:
         atomic_write_text(Path(args.out), dumps_json(report.model_dump(mode="json")))
     return 0
+
+
+def _check_report(args: argparse.Namespace) -> None:
+    """Refuse an audit --out that is an input or a file the audit did not write, before the audit runs."""
+    from pathlib import Path
+
+    from groundkit._outputs import check_file
+    from groundkit.evals.audit import AuditReport
+
+    def is_report(path: Path) -> bool:
+        try:
+            AuditReport.model_validate_json(path.read_bytes())
+        except (OSError, ValueError):
+            return False
+        return True
+
+    check_file(Path(args.out), command="audit", what="an audit report", force=args.force, recognise=is_report,
+               inputs={"the corpus folder": args.corpus, "the judgments file": args.judgments,
+                       "the params file": args.params})
 
 
 REGRESSION_EXIT = 4
@@ -90,8 +112,18 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_sweep_plot(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from groundkit._outputs import check_file
     from groundkit.evals.sweep import sweep_table
 
+    def is_sweep_table(path: Path) -> bool:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return False
+        return bool(lines) and lines[0].startswith("experiment,") and len({line.count(",") for line in lines}) == 1
+
+    check_file(Path(args.out), command="sweep-plot", what="a sweep table", inputs={}, force=args.force,
+               recognise=is_sweep_table)
     params = _names(args.param) or ["chunk.size", "chunk.overlap"]
     metrics = _names(args.metric) or [
         "recall@1", "recall@10", "ndcg@10", "chars@10", "recall@1000chars"]
@@ -104,7 +136,7 @@ def _cmd_sweep_plot(args: argparse.Namespace) -> int:
 def _cmd_import_beir(args: argparse.Namespace) -> int:
     from groundkit.beir import import_beir
 
-    manifest = import_beir(args.dataset, args.out, split=args.split, drop_empty=args.drop_empty)
+    manifest = import_beir(args.dataset, args.out, split=args.split, drop_empty=args.drop_empty, force=args.force)
     print(
         f"{manifest['documents']} documents, {manifest['judgments']} judgments "
         f"({manifest['relevant_pairs']} relevant documents) written to {args.out}"
@@ -124,6 +156,10 @@ def _add_inputs(parser: argparse.ArgumentParser, *, params_help: str, set_exampl
                         help=f"override a parameter, e.g. --set {set_example} (repeatable)")
 
 
+FORCE_HELP = ("replace the artifacts of an earlier run of this command in --out; other files there are kept "
+              "(without it an --out groundkit wrote before is refused)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="groundkit", description="Reproducible retrieval evaluation anchored on verbatim gold quotes."
@@ -134,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the whole evaluation in-process into --out")
     _add_inputs(run, params_help="params.yaml (defaults when omitted)", set_example="chunk.size=400")
     run.add_argument("--out", required=True, help="output directory for the artifacts")
+    run.add_argument("--force", action="store_true", help=FORCE_HELP)
     run.set_defaults(handler=_cmd_run)
 
     score_run = commands.add_parser(
@@ -144,12 +181,14 @@ def build_parser() -> argparse.ArgumentParser:
     score_run.add_argument("run_file", metavar="RUN.jsonl", help="the external run")
     _add_inputs(score_run, params_help="params.yaml (for score.ks and retrieve.depth)", set_example="score.ks=[1,5]")
     score_run.add_argument("--out", required=True, help="output directory for the artifacts")
+    score_run.add_argument("--force", action="store_true", help=FORCE_HELP)
     score_run.set_defaults(handler=_cmd_run)
 
     audit = commands.add_parser("audit", help="measure whether the corpus can tell retrievers apart")
     _add_inputs(audit, params_help="params.yaml (for audit.max_trivial_share)",
                 set_example="audit.max_trivial_share=0.2")
     audit.add_argument("--out", default=None, help="write the full JSON report here")
+    audit.add_argument("--force", action="store_true", help="replace the report of an earlier audit at --out")
     audit.set_defaults(handler=_cmd_audit)
 
     cmp = commands.add_parser(
@@ -179,11 +218,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="answerable metrics to tabulate (default recall@1, recall@10, ndcg@10, chars@10, "
                        "recall@1000chars)")
     sweep.add_argument("--out", default="build/sweep.csv", help="CSV to write (default build/sweep.csv)")
+    sweep.add_argument("--force", action="store_true", help="replace the table of an earlier sweep-plot at --out")
     sweep.set_defaults(handler=_cmd_sweep_plot)
 
     beir = commands.add_parser("import-beir", help="turn a BEIR dataset into a corpus folder and judgments")
     beir.add_argument("dataset", help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/)")
     beir.add_argument("--out", required=True, help="output folder: corpus/, judgments.jsonl, beir-import.json")
+    beir.add_argument("--force", action="store_true", help=FORCE_HELP)
     beir.add_argument("--split", default="test", help="qrels split to import (qrels/SPLIT.tsv; default test)")
     beir.add_argument("--drop-empty", action="store_true",
                       help="leave out documents with neither title nor text instead of failing")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import subprocess
 
 import pytest
 
-from groundkit.artifacts import atomic_write_lines, read_lines, seal_path
+from groundkit.artifacts import atomic_directory, atomic_write_lines, read_lines, seal_path
 from groundkit.errors import ArtifactError
 
 
@@ -43,3 +45,23 @@ def test_unsealed_reads_still_demand_the_final_newline(tmp_path):
     path.write_bytes(b"a\nb")
     with pytest.raises(ArtifactError, match="does not end with a newline"):
         read_lines(path, producer="chunk", sealed=False)
+
+
+@pytest.fixture(params=[(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)], ids=["umask022", "umask077"])
+def umask(request):
+    """Run the test under a umask; yield it with the file and folder modes plain open() and mkdir() give."""
+    value, file_mode, dir_mode = request.param
+    previous = os.umask(value)
+    try:
+        yield file_mode, dir_mode
+    finally:
+        os.umask(previous)
+
+
+def test_atomic_writers_give_the_modes_the_umask_gives(tmp_path, umask):
+    file_mode, dir_mode = umask
+    atomic_write_lines(tmp_path / "run.trec", ["a b"], seal=True)
+    with atomic_directory(tmp_path / "index") as folder:
+        (folder / "vocab.json").write_text("{}\n")
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.rglob("*")}
+    assert modes == {"run.trec": file_mode, "run.trec.sha256": file_mode, "index": dir_mode, "vocab.json": file_mode}

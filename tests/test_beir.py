@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from groundkit._outputs import OutputError
 from groundkit.beir import import_beir
 from groundkit.cli import main
 from groundkit.documents import load_corpus
@@ -77,7 +78,10 @@ def test_output_is_byte_identical_across_runs_and_replaces_an_earlier_import(tmp
     import_beir(source, tmp_path / "b")
     assert digest(tmp_path / "a") == digest(tmp_path / "b")
     (tmp_path / "a" / "corpus" / "stale.txt").write_text("left over\n")
-    import_beir(source, tmp_path / "a")
+    with pytest.raises(OutputError, match="earlier `groundkit import-beir`"):
+        import_beir(source, tmp_path / "a")
+    assert (tmp_path / "a" / "corpus" / "stale.txt").is_file()
+    import_beir(source, tmp_path / "a", force=True)
     assert digest(tmp_path / "a") == digest(tmp_path / "b")
 
 
@@ -85,8 +89,9 @@ def test_refuses_to_replace_a_folder_it_did_not_write(tmp_path):
     source = write_dataset(tmp_path / "beir")
     (tmp_path / "precious").mkdir()
     (tmp_path / "precious" / "notes.md").write_text("keep me\n")
-    with pytest.raises(DatasetError, match="not an earlier import-beir output"):
+    with pytest.raises(OutputError, match="was not written by groundkit"):
         import_beir(source, tmp_path / "precious")
+    assert [p.name for p in (tmp_path / "precious").iterdir()] == ["notes.md"]
     assert (tmp_path / "precious" / "notes.md").read_text() == "keep me\n"
 
 

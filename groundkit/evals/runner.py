@@ -1,18 +1,18 @@
 """Run the whole evaluation in-process, against a throwaway index.
 
 The runner calls the same step functions as the DVC stages, in the same
-order, inside a temporary directory, and copies the finished artifacts into
-``--out`` only when every step has succeeded: a failed run leaves nothing
-behind. It never touches the repository tree.
+order, inside a scratch folder, and moves the finished artifacts into
+``--out`` only when every step has succeeded: a failed or terminated run
+leaves nothing behind. It never touches the repository tree, and writes into
+an existing folder only on the terms of groundkit/_outputs.py.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
+from groundkit._outputs import output_folder
 from groundkit.evals import pipeline
 from groundkit.params import Params
 
@@ -30,6 +30,7 @@ ARTIFACTS = (
     "run.trec",
     "run.trec.sha256",
     "passages.jsonl",
+    "passages.jsonl.sha256",
     "qrels.trec",
     "metrics.json",
     "per_query.csv",
@@ -38,16 +39,29 @@ ARTIFACTS = (
 )
 
 
-def run(corpus: str | Path, judgments: str | Path, params: Params, out: str | Path) -> dict[str, object]:
+def run(
+    corpus: str | Path, judgments: str | Path, params: Params, out: str | Path, *, force: bool = False,
+    command: str = "run", inputs: Mapping[str, str | Path | None] | None = None,
+) -> dict[str, object]:
     """Evaluate ``judgments`` on ``corpus`` with ``params``; write artifacts into ``out``.
+
+    Args:
+        force: Replace the artifacts of an earlier run in ``out`` (other files there are kept).
+        command: The command writing ``out``, recorded in its ``.groundkit-output`` marker.
+        inputs: Further input files ``out`` must stay clear of, by description (the params file).
 
     Returns:
         The metrics.json document.
+
+    Raises:
+        OutputError: if ``out`` is, contains or lies inside an input, or holds files groundkit did not write.
     """
-    corpus, judgments, out = Path(corpus), Path(judgments), Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".groundkit-run-", dir=out.parent) as scratch:
-        work = Path(scratch)
+    corpus, judgments = Path(corpus), Path(judgments)
+    sources: dict[str, str | Path | None] = {"the corpus folder": corpus, "the judgments file": judgments,
+                                             **(inputs or {})}
+    if params.retrieve.retriever == "external":
+        sources["the run file"] = params.retrieve.run
+    with output_folder(out, command=command, artifacts=ARTIFACTS, inputs=sources, force=force) as work:
         pipeline.validate_judgments(judgments, corpus, params.audit, work / "validation.json", work / "audit.json",
                                     tokenizer=params.tokenize)
         pipeline.resolve_spans(corpus, judgments, work / "documents.jsonl", work / "gold_spans.jsonl")
@@ -70,10 +84,4 @@ def run(corpus: str | Path, judgments: str | Path, params: Params, out: str | Pa
             out_run_metadata=work / "run.json",
             out_plots=work / "plots",
         )
-        out.mkdir(parents=True, exist_ok=True)
-        for name in ARTIFACTS:
-            target = out / name
-            if target.is_dir():
-                shutil.rmtree(target)
-            os.replace(work / name, target)
     return summary

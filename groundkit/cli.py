@@ -21,6 +21,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     overrides = list(args.set)
     if getattr(args, "run_file", None) is not None:
         # score-run is `run` with the retrieve stage reading the given file: one code path for both.
+        # retrieve.run is one of params.PATH_KEYS, so the path is taken verbatim, never parsed as YAML.
         overrides += ["retrieve.retriever=external", f"retrieve.run={args.run_file}"]
     params = load_params(args.params, overrides)
     summary = run(args.corpus, args.judgments, params, args.out, force=args.force, command=args.command,

@@ -239,12 +239,18 @@ class Params(_Section):
         return data
 
 
+PATH_KEYS = frozenset({"corpus.root", "corpus.judgments", "retrieve.run"})
+"""Keys whose ``--set`` value is a path, taken verbatim: YAML would read ``a #2.jsonl`` as ``a`` and ``yes`` as true."""
+
+
 def _parse_override(assignment: str) -> tuple[list[str], Any]:
     if "=" not in assignment:
         raise ParamsError(
             "--set", f"{assignment!r} is not KEY=VALUE", fix="write e.g. --set chunk.size=400"
         )
     key, _, raw = assignment.partition("=")
+    if key.strip() in PATH_KEYS:
+        return key.strip().split("."), raw
     try:
         value = yaml.safe_load(raw) if raw.strip() else raw
     except yaml.YAMLError:
@@ -253,7 +259,7 @@ def _parse_override(assignment: str) -> tuple[list[str], Any]:
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply ``section.key=value`` overrides (values parsed as YAML) to raw params."""
+    """Apply ``section.key=value`` overrides to raw params: values parsed as YAML, except paths (``PATH_KEYS``)."""
     for assignment in overrides:
         keys, value = _parse_override(assignment)
         node = data

@@ -409,3 +409,93 @@ BEIR_CASES: dict[str, BeirCase] = {
     "corpus: NaN": BeirCase("corpus.jsonl", 4, _with_field("NaN"), "corpus.jsonl:4", "NaN is not a JSON number"),
     "queries: 1e400": BeirCase("queries.jsonl", 2, _with_field("-1e400"), "queries.jsonl:2", "too large to represent"),
 }
+
+
+# --- external run files, through `groundkit score-run` (tests/test_external.py) -----------------------------------
+# Each case is a whole run file for the tiny workspace. The message must name the run file and `line` (or only the
+# file when `line` is None) and contain `what`. Most cases follow one good line, so the bad one is line 2.
+
+GOOD_RUN_LINE = '{"query_id": "q1", "rank": 1, "document": "ops/backup.md", "start": 0, "end": 7}'
+
+
+@dataclass(frozen=True)
+class RunFileCase:
+    data: bytes
+    line: int | None
+    what: str
+
+
+def _second_line(line: str) -> bytes:
+    return f"{GOOD_RUN_LINE}\n{line}\n".encode()
+
+
+def _passage(**fields: object) -> str:
+    """A run line for q1 at rank 2 on ops/backup.md, with ``fields`` added or replacing those."""
+    return json.dumps({"query_id": "q1", "rank": 2, "document": "ops/backup.md", **fields})
+
+
+RUN_FILE_CASES: dict[str, RunFileCase] = {
+    # the file as a whole
+    "empty file": RunFileCase(b"", None, "holds no passages"),
+    "blank lines only": RunFileCase(b"\n  \n\t\n", None, "holds no passages"),
+    "a BOM and nothing else": RunFileCase(b"\xef\xbb\xbf\n", None, "holds no passages"),
+    "invalid UTF-8": RunFileCase(_second_line(_passage(text="weekly")).replace(b"weekly", b"week\xffy"), 2,
+                                 "not valid UTF-8 (byte 0xff)"),
+    "bad first line, then a megabyte without a newline": RunFileCase(b"not json\n" + b"\0" * (1 << 20), 1,
+                                                                     "invalid JSON"),
+    # JSON that is not JSON a record can use
+    "invalid JSON": RunFileCase(_second_line('{"query_id": "q1", "rank": 2,'), 2, "invalid JSON"),
+    "not an object": RunFileCase(_second_line("[1, 2]"), 2, "expected a JSON object"),
+    "duplicate key": RunFileCase(_second_line('{"query_id": "q1", "query_id": "q2", "rank": 2, '
+                                              '"document": "ops/backup.md", "text": "weekly"}'), 2, "appears twice"),
+    "lone surrogate": RunFileCase(_second_line(_passage(text="\ud800")), 2, "lone surrogate"),
+    "nested 100,000 deep": RunFileCase(_second_line('{"query_id": ' + "[" * 100_000 + "]" * 100_000 + "}"), 2,
+                                       "nested too deeply"),
+    "5,000-digit integer": RunFileCase(_second_line('{"query_id": "q1", "rank": 2' + "0" * 5000 + ', "document": '
+                                                    '"ops/backup.md", "text": "weekly"}'), 2, "thousands of digits"),
+    "NaN offset": RunFileCase(_second_line('{"query_id": "q1", "rank": 2, "document": "ops/backup.md", '
+                                           '"start": NaN, "end": 4}'), 2, "NaN is not a JSON number"),
+    "1e400 offset": RunFileCase(_second_line('{"query_id": "q1", "rank": 2, "document": "ops/backup.md", '
+                                             '"start": 0, "end": 1e400}'), 2, "overflows to infinity"),
+    # fields of the wrong type
+    "query_id a list": RunFileCase(_second_line(_passage(query_id=["q1"], text="weekly")), 2,
+                                   "query_id must be a string"),
+    "document a list": RunFileCase(_second_line(_passage(document=["ops/backup.md"], text="weekly")), 2,
+                                   "document must be a non-empty string"),
+    "rank 10**400": RunFileCase(_second_line(_passage(rank=10**400, text="weekly")), 2,
+                                "has rank 1000000000"),
+    "rank as string": RunFileCase(_second_line(_passage(rank="1", text="weekly")), 2, "rank must be an integer"),
+    "rank zero": RunFileCase(_second_line(_passage(rank=0, text="weekly")), 2, "rank must be an integer from 1"),
+    "float offsets": RunFileCase(_second_line(_passage(start=0.0, end=4)), 2, "must be integers"),
+    "offset 10**400": RunFileCase(_second_line(_passage(start=0, end=10**400)), 2, "not a non-empty range"),
+    "text a list": RunFileCase(_second_line(_passage(text=["weekly"])), 2, "text must be a string"),
+    # fields and ranks
+    "unknown field": RunFileCase(_second_line(_passage(text="weekly", scor=1)), 2, "unknown field 'scor'"),
+    "missing rank": RunFileCase(_second_line('{"query_id": "q1", "document": "ops/backup.md", "text": "weekly"}'), 2,
+                                "rank is required"),
+    "unknown query": RunFileCase(_second_line(_passage(query_id="q9", rank=1, text="weekly")), 2,
+                                 "query_id 'q9' is not a query"),
+    "duplicate rank": RunFileCase(_second_line(_passage(rank=1, text="weekly")), 2, "rank 1 twice (first on line 1)"),
+    "rank gap": RunFileCase(_second_line(_passage(rank=3, text="weekly")), 2, "has rank 3 but no rank 2"),
+    # documents, offsets and text
+    "unknown document": RunFileCase(_second_line(_passage(document="ops/restore.md", text="weekly")), 2,
+                                    "'ops/restore.md' is not a file in the corpus"),
+    "escaping path": RunFileCase(_second_line(_passage(document="../judgments.jsonl", text="q1")), 2,
+                                 "not a corpus-relative path"),
+    "both offsets and text": RunFileCase(_second_line(_passage(start=0, end=3, text="Bac")), 2,
+                                         "both offsets and text"),
+    "neither offsets nor text": RunFileCase(_second_line(_passage()), 2, "neither start/end offsets nor text"),
+    "only start": RunFileCase(_second_line(_passage(start=3)), 2, "only one of start"),
+    "start not below end": RunFileCase(_second_line(_passage(start=5, end=5)), 2,
+                                       "offsets [5, 5) are not a non-empty range"),
+    "end past the document": RunFileCase(_second_line(_passage(start=0, end=999)), 2, "<= 127)"),
+    "text not found": RunFileCase(_second_line(_passage(text="runs daily")), 2, "text not found in 'ops/backup.md'"),
+    "text with collapsed line break": RunFileCase(_second_line(_passage(text="weekly. Incremental")), 2,
+                                                  "whitespace is collapsed"),
+    "text with curly quote": RunFileCase(_second_line(_passage(document="isolation.md",
+                                                               text="Write skew is possible under it\u2019")), 2,
+                                         "not found"),
+    "text twice": RunFileCase(_second_line(_passage(text="backup")), 2, "text occurs 2 times"),
+    "same passage twice": RunFileCase(_second_line(_passage(text="Backups")), 2,
+                                      "ranks the same passage twice (also line 1)"),
+}

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from groundkit.chunking import ChunkParams
     from groundkit.contracts import Chunk
     from groundkit.evals.audit import AuditParams, AuditReport
+    from groundkit.evals.schema import ExternalRunFile
     from groundkit.evals.spans import ResolvedJudgment
     from groundkit.params import BM25Params, Params
     from groundkit.tokenizing import TokenizeParams
@@ -190,12 +191,14 @@ def score(
             raise ArtifactError(run, f"query {query_id!r} has {len(ranking)} results, more than retrieve.depth",
                                 fix="re-run the retrieve stage")
     inputs = read_json(validation, producer="validate-judgments")
+    external_run = _external_run_file(Path(params.retrieve.run)) if external else None
     try:
         metadata = RunMetadata(
             corpus_hash=inputs["corpus_hash"],
             judgments_hash=inputs["judgments_hash"],
             params=params.result_params(),
             groundkit_version=__version__,
+            external_run=external_run,
         )
     except (KeyError, TypeError, ValueError):
         raise ArtifactError(validation, "lacks the input hashes", fix="re-run the validate-judgments stage") from None
@@ -222,6 +225,20 @@ def score(
             (plots / name).write_text(text, encoding="utf-8", newline="\n")
     atomic_write_lines(out_qrels, qrels_lines(qrels))
     atomic_write_text(out_per_query, result.per_query_csv())
-    atomic_write_text(out_run_metadata, dumps_json(metadata.model_dump(mode="json")))
+    atomic_write_text(out_run_metadata, dumps_json(metadata.document()))
     atomic_write_text(out_metrics, dumps_json(summary))
     return summary
+
+
+def _external_run_file(path: Path) -> ExternalRunFile:
+    """Name and SHA-256 of the external run being scored: run.json says which file it measured, not where it lay."""
+    from groundkit.artifacts import file_sha256
+    from groundkit.errors import RunFileError
+    from groundkit.evals.schema import ExternalRunFile
+
+    try:
+        digest = file_sha256(path)
+    except OSError as exc:
+        raise RunFileError(path, f"cannot be read to record its SHA-256 in run.json ({exc.strerror})",
+                           fix="keep the run file (retrieve.run) in place until scoring is done") from None
+    return ExternalRunFile(name=path.name, sha256=digest)

@@ -16,18 +16,31 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class ExternalRunFile(_Record):
+    """The external run file a result scored: its name (never a path, so run.json stays portable) and content."""
+
+    name: str
+    sha256: str
+
+
 class RunMetadata(_Record):
     """What a run measured: which corpus, which judgments, which parameters, which code.
 
     Runs are comparable exactly when both hashes match. They are SHA-256 over
     raw file bytes, so they are stable across machines only with LF checkouts
-    (``* text=auto eol=lf`` in .gitattributes).
+    (``* text=auto eol=lf`` in .gitattributes). ``external_run`` identifies the
+    scored file of an external run, and is None (left out of run.json) for the rest.
     """
 
     corpus_hash: str
     judgments_hash: str
     params: dict[str, Any]
     groundkit_version: str
+    external_run: ExternalRunFile | None = None
+
+    def document(self) -> dict[str, Any]:
+        """The run.json document; without ``external_run`` when there is none, so other runs' files keep their bytes."""
+        return self.model_dump(mode="json", exclude={"external_run"} if self.external_run is None else None)
 
 
 class QueryResult(_Record):

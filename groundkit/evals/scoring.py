@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 
-from groundkit.contracts import Chunk
+from groundkit.contracts import Chunk, content_id
 from groundkit.evals.corpus import Category
 from groundkit.evals.metrics import (
     Passage,
@@ -17,7 +17,7 @@ from groundkit.evals.metrics import (
     recall_at_k,
 )
 from groundkit.evals.schema import QueryResult, StageResult
-from groundkit.evals.spans import ResolvedJudgment, chunk_overlaps_span, relevant_chunk_ids
+from groundkit.evals.spans import ResolvedJudgment, ResolvedSpan, chunk_overlaps_span, relevant_chunk_ids
 
 BUDGET_CURVE = tuple(range(100, 4001, 100))
 """Context budgets (characters) at which the budget plot samples hit rate."""
@@ -151,6 +151,15 @@ def budget_curve(
             for b in budgets]
 
 
+UNRETRIEVED_PREFIX = "gold-"
+"""Starts the qrels id of a gold span no retrieved passage stands for; passage ids are bare hex, so never clash."""
+
+
+def unretrieved_gold_id(span: ResolvedSpan) -> str:
+    """The qrels id standing for a gold span in an external run's qrels: ``gold-`` + content_id of the span."""
+    return UNRETRIEVED_PREFIX + content_id(span.document, span.start, span.end)
+
+
 def score_passages(
     resolved: Sequence[ResolvedJudgment],
     rankings: Mapping[str, Sequence[Chunk]],
@@ -166,7 +175,12 @@ def score_passages(
     relevant passages than spans can never push nDCG above 1. Hit rate and MRR
     need no such count and equal what a chunk run with the same passages scores.
 
-    Returns the result and the qrels (relevant retrieved passage ids per answerable query).
+    The qrels returned hold, per answerable query, the relevant passages
+    retrieved and, up to that ideal count, one placeholder id per gold span
+    (:func:`unretrieved_gold_id`), taking first the spans no retrieved passage
+    overlaps. No run holds a placeholder, so trec_eval and ir_measures compute
+    the same ideal DCG as groundkit, and a query whose gold was never retrieved
+    (or that the run left out) still counts, as a 0.
     """
     results = []
     qrels: dict[str, set[str]] = {}
@@ -177,8 +191,12 @@ def score_passages(
             results.append(_no_answer_result(judgment, len(ranking)))
             continue
         gold = {p.chunk_id for p in passages if any(chunk_overlaps_span(p, s) for s in judgment.spans)}
-        ideal = max(len({(s.document, s.start, s.end) for s in judgment.spans}), len(gold))
-        qrels[judgment.query_id] = gold
+        spans = {(s.document, s.start, s.end): s for s in judgment.spans}
+        ideal = max(len(spans), len(gold))
+        # Spans the run missed come first (False sorts before True), then offset order: stable across runs.
+        by_coverage = sorted(spans.values(), key=lambda s: (any(chunk_overlaps_span(p, s) for p in passages),
+                                                              s.document, s.start, s.end))
+        qrels[judgment.query_id] = gold | {unretrieved_gold_id(s) for s in by_coverage[:ideal - len(gold)]}
         located = [_passage(p) for p in passages]
         results.append(_query_result(judgment, ranking, gold, located, ks, budgets, ideal_count=ideal))
     return StageResult(ks=list(ks), budgets=list(budgets), queries=results), qrels

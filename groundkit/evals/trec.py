@@ -1,9 +1,15 @@
 """TREC run and qrels files, the formats trec_eval and ir_measures read.
 
 Run: ``query_id Q0 chunk_id rank score tag``, ranks 1..n per query in
-groundkit's order. Qrels: ``query_id 0 chunk_id 1``. groundkit reads the
-rank column, never re-sorting by score; trec_eval sorts by score and breaks
-ties by docno, so the two agree whenever a query's scores are distinct.
+groundkit's order. Qrels: ``query_id 0 chunk_id 1``. An external run's qrels
+also hold placeholder ids ``gold-<hex>`` standing for gold spans, enough to
+bring each answerable query's relevant count up to groundkit's ideal count
+(see ``scoring.score_passages``). No run contains them; they keep every
+answerable query in the file and give trec_eval groundkit's ideal DCG.
+
+groundkit reads the rank column, never re-sorting by score; trec_eval sorts by
+score and breaks ties by docno, so the two agree whenever a query's scores
+are distinct.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ def run_lines(rankings: Mapping[str, Sequence[tuple[str, float]]], tag: str = RU
 
 
 def qrels_lines(qrels: Mapping[str, Iterable[str]]) -> Iterable[str]:
-    """Lines of a TREC qrels file, chunk ids sorted within each query."""
+    """Lines of a TREC qrels file, ids sorted within each query; a query with no id writes no line."""
     for query_id, chunk_ids in qrels.items():
         for chunk_id in sorted(chunk_ids):
             yield f"{query_id} 0 {chunk_id} 1"

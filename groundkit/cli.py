@@ -100,7 +100,13 @@ def _cmd_sweep_plot(args: argparse.Namespace) -> int:
     params = _names(args.param) or ["chunk.size", "chunk.overlap"]
     metrics = _names(args.metric) or [
         "recall@1", "recall@10", "ndcg@10", "chars@10", "recall@1000chars"]
-    print(sweep_table(Path.cwd(), params, Path(args.out), metrics), end="")
+    table, left_out = sweep_table(Path.cwd(), params, Path(args.out), metrics)
+    print(table, end="")
+    if left_out:
+        print(f"left out {len(left_out)} (not comparable with this commit's run, or no result of their own):",
+              file=sys.stderr)
+        for name, reason in left_out:
+            print(f"  {name}: {reason}", file=sys.stderr)
     print(f"\nwritten to {args.out}; draw it with:\n  dvc plots show {args.out} -x {params[0]} -y {metrics[-1]} "
           "--template simple", file=sys.stderr)
     return 0

@@ -178,6 +178,7 @@ def _decode(data: bytes, where: str) -> str:
 
 
 def _read_metadata(text: str, where: str) -> dict[str, Any]:
+    # run.json spans many lines: json.loads reports the line of a syntax error, loads_line does not.
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:

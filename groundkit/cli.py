@@ -92,20 +92,25 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from groundkit.evals.compare import compare, read_side, render_markdown, to_json
+    from groundkit.evals.compare import compare, parse_options, read_side, render_markdown, to_json
 
+    alpha, max_drop, top = parse_options(args.alpha, args.max_drop, args.top)
     cwd = Path.cwd()
     baseline = read_side(args.baseline, cwd=cwd, metrics_dir=args.metrics_dir)
     candidate = read_side(args.candidate, cwd=cwd, metrics_dir=args.metrics_dir)
     gate = _names(args.metric) or None
-    result = compare(baseline, candidate, gate=gate, alpha=args.alpha, max_drop=args.max_drop)
+    result = compare(baseline, candidate, gate=gate, alpha=alpha, max_drop=max_drop,
+                     allow_corpus_change=args.allow_corpus_change)
     if args.json:
         print(json.dumps(to_json(result), indent=2, sort_keys=True))
     else:
-        print(render_markdown(result, top=args.top), end="")
+        print(render_markdown(result, top=top), end="")
+    if args.fail_on_regression and result.untested:
+        for metric, why in result.untested.items():
+            print(f"note: --fail-on-regression cannot gate on {metric}: no paired test ({why})", file=sys.stderr)
     if args.fail_on_regression and result.regressions:
-        print(f"regression: {', '.join(result.regressions)} dropped significantly (p < {args.alpha}) by more "
-              f"than {args.max_drop}", file=sys.stderr)
+        print(f"regression: {', '.join(result.regressions)} dropped significantly (p < {alpha}) by more "
+              f"than {max_drop}", file=sys.stderr)
         return REGRESSION_EXIT
     return 0
 
@@ -128,7 +133,13 @@ def _cmd_sweep_plot(args: argparse.Namespace) -> int:
     params = _names(args.param) or ["chunk.size", "chunk.overlap"]
     metrics = _names(args.metric) or [
         "recall@1", "recall@10", "ndcg@10", "chars@10", "recall@1000chars"]
-    print(sweep_table(Path.cwd(), params, Path(args.out), metrics), end="")
+    table, left_out = sweep_table(Path.cwd(), params, Path(args.out), metrics)
+    print(table, end="")
+    if left_out:
+        print(f"left out {len(left_out)} (not comparable with this commit's run, or no result of their own):",
+              file=sys.stderr)
+        for name, reason in left_out:
+            print(f"  {name}: {reason}", file=sys.stderr)
     print(f"\nwritten to {args.out}; draw it with:\n  dvc plots show {args.out} -x {params[0]} -y {metrics[-1]} "
           "--template simple", file=sys.stderr)
     return 0
@@ -201,13 +212,16 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("candidate", help="revision, experiment name or results folder")
     cmp.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
                      help="metrics the verdict and --fail-on-regression look at (default ndcg@10)")
-    cmp.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    cmp.add_argument("--max-drop", type=float, default=0.0,
+    # Numbers are checked by compare itself, so a bad one gets the same one-line error as any input.
+    cmp.add_argument("--alpha", default="0.05", help="significance level, between 0 and 1 (default 0.05)")
+    cmp.add_argument("--max-drop", default="0",
                      help="a significant drop no larger than this is tolerated (default 0)")
     cmp.add_argument("--fail-on-regression", action="store_true",
                      help=f"exit {REGRESSION_EXIT} if a --metric dropped significantly by more than --max-drop")
     cmp.add_argument("--json", action="store_true", help="print the report as JSON")
-    cmp.add_argument("--top", type=int, default=15, help="queries listed per direction in Markdown (default 15)")
+    cmp.add_argument("--top", default="15", help="queries listed per direction in Markdown (default 15)")
+    cmp.add_argument("--allow-corpus-change", action="store_true",
+                     help="compare runs scored over different corpora (different corpus_hash); the report says so")
     cmp.add_argument("--metrics-dir", default="metrics", help="where a revision keeps per_query.csv and run.json")
     cmp.set_defaults(handler=_cmd_compare)
 

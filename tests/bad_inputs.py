@@ -499,3 +499,213 @@ RUN_FILE_CASES: dict[str, RunFileCase] = {
     "same passage twice": RunFileCase(_second_line(_passage(text="Backups")), 2,
                                       "ranks the same passage twice (also line 1)"),
 }
+
+
+# --- groundkit compare (fix/compare) ---------------------------------------------------------------
+# Each case damages a copy of a small pair of result folders (per_query.csv and run.json, as
+# `groundkit run --out` writes them) or passes a bad option, and is run through `groundkit compare`.
+
+COMPARE_METRICS = ["recall@1", "recall@5", "mrr", "ndcg@10"]
+COMPARE_HEADER = ["query_id", "query", "category", "retrieved", "gold_chunks", "first_gold_rank", "abstained",
+                  *COMPARE_METRICS]
+# (query_id, category, baseline first gold rank, candidate first gold rank); None: not retrieved.
+COMPARE_QUERIES = [
+    ("q1", "factoid", 1, 2), ("q2", "factoid", 3, 1), ("q3", "factoid", None, 4),
+    ("q4", "lexical_gap", 2, 2), ("q5", "lexical_gap", 6, None), ("q6", "lexical_gap", 1, 1),
+    ("q7", "no_answer", None, None),
+]
+
+
+@dataclass(frozen=True)
+class CompareCase:
+    damage: Callable[[Path, Path], None]  # (baseline folder, candidate folder)
+    where: str  # the file (and line) or option the message names
+    what: str
+    args: tuple[str, ...] = ()
+    exit: int = 1  # 1: an input error on stderr with a fix; 0: the report (stdout) says it
+    stream: str = "stderr"
+
+
+def _compare_row(query_id: str, category: str, rank: int | None) -> list[str]:
+    import math  # imported here to keep this task's additions to the end of the file
+
+    if category == "no_answer":
+        return [query_id, f"query {query_id}", category, "0", "0", "", "1"] + [""] * len(COMPARE_METRICS)
+    hit = [rank is not None and rank <= k for k in (1, 5)]
+    values = [*(float(h) for h in hit), 1 / rank if rank else 0.0,
+              1 / math.log2(rank + 1) if rank and rank <= 10 else 0.0]
+    return [query_id, f"query {query_id}", category, "10", "1", str(rank or ""), ""] + [f"{v:.6f}" for v in values]
+
+
+def write_compare_side(folder: Path, side: int, *, corpus: str = "c0rpus", judgments: str = "judgm3nts") -> Path:
+    """One side of the pair: ``side`` 0 is the baseline, 1 the candidate."""
+    folder.mkdir(parents=True)
+    rows = [COMPARE_HEADER] + [_compare_row(q, c, ranks[side]) for q, c, *ranks in COMPARE_QUERIES]
+    (folder / "per_query.csv").write_text("".join(",".join(r) + "\n" for r in rows), encoding="utf-8")
+    metadata = {"corpus_hash": corpus * 8, "judgments_hash": judgments * 8, "groundkit_version": "0.1.0",
+                "params": {"chunk": {"size": 800 if side == 0 else 400}}}
+    (folder / "run.json").write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+    return folder
+
+
+def write_compare_pair(root: Path) -> tuple[Path, Path]:
+    return write_compare_side(root / "baseline", 0), write_compare_side(root / "candidate", 1)
+
+
+def _cell(query_id: str, column: str, value: str, side: str = "candidate") -> Callable[[Path, Path], None]:
+    """Set one cell of one side's per_query.csv."""
+
+    def damage(baseline: Path, candidate: Path) -> None:
+        path = (baseline if side == "baseline" else candidate) / "per_query.csv"
+        rows = [line.split(",") for line in path.read_text(encoding="utf-8").splitlines()]
+        col = rows[0].index(column)
+        for row in rows:
+            if row[0] == query_id:
+                row[col] = value
+        path.write_text("".join(",".join(r) + "\n" for r in rows), encoding="utf-8")
+
+    return damage
+
+
+def _csv_edit(edit: Callable[[list[str]], list[str]], side: str = "candidate") -> Callable[[Path, Path], None]:
+    """Rewrite one side's per_query.csv line by line (the header is line 0 here, line 1 in messages)."""
+
+    def damage(baseline: Path, candidate: Path) -> None:
+        path = (baseline if side == "baseline" else candidate) / "per_query.csv"
+        path.write_text("".join(line + "\n" for line in edit(path.read_text(encoding="utf-8").splitlines())),
+                        encoding="utf-8")
+
+    return damage
+
+
+def _drop_column(column: str) -> Callable[[list[str]], list[str]]:
+    def edit(lines: list[str]) -> list[str]:
+        col = lines[0].split(",").index(column)
+        return [",".join(c for i, c in enumerate(line.split(",")) if i != col) for line in lines]
+
+    return edit
+
+
+def _run_json(edit: Callable[[dict], object] | str) -> Callable[[Path, Path], None]:
+    """Replace the candidate's run.json by text, or edit its metadata."""
+
+    def damage(baseline: Path, candidate: Path) -> None:
+        path = candidate / "run.json"
+        if isinstance(edit, str):
+            path.write_text(edit, encoding="utf-8")
+            return
+        metadata = json.loads(path.read_text(encoding="utf-8"))
+        edit(metadata)
+        path.write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+
+    return damage
+
+
+def _both(*damages: Callable[[Path, Path], None]) -> Callable[[Path, Path], None]:
+    def damage(baseline: Path, candidate: Path) -> None:
+        for each in damages:
+            each(baseline, candidate)
+
+    return damage
+
+
+def _only_q1_answerable(lines: list[str]) -> list[str]:
+    return [line if i < 2 else line.replace(",factoid,", ",no_answer,").replace(",lexical_gap,", ",no_answer,")
+            for i, line in enumerate(lines)]
+
+
+def _remove(name: str) -> Callable[[Path, Path], None]:
+    return lambda baseline, candidate: (candidate / name).unlink()
+
+
+def _no_side(baseline: Path, candidate: Path) -> None:
+    import shutil
+
+    shutil.rmtree(candidate)
+
+
+def _intact(baseline: Path, candidate: Path) -> None:
+    """Both sides as written: the case is a bad option."""
+
+
+CPQ = "candidate/per_query.csv"
+CRJ = "candidate/run.json"
+
+COMPARE_CASES: dict[str, CompareCase] = {
+    # per_query.csv: metric cells of answerable queries (line 3 is q2)
+    "metric cell: nan": CompareCase(_cell("q2", "ndcg@10", "nan"), f"{CPQ}:3", "column 'ndcg@10'",
+                                    ("--fail-on-regression",)),
+    "metric cell: inf": CompareCase(_cell("q2", "mrr", "inf"), f"{CPQ}:3", "column 'mrr' of query 'q2' holds 'inf'"),
+    "metric cell: -Infinity": CompareCase(_cell("q4", "recall@5", "-Infinity"), f"{CPQ}:5", "column 'recall@5'"),
+    "metric cell: overflows": CompareCase(_cell("q2", "ndcg@10", "1e400"), f"{CPQ}:3", "not a finite number"),
+    "metric cell: empty": CompareCase(_cell("q3", "ndcg@10", ""), f"{CPQ}:4", "holds an empty cell"),
+    "metric cell: not a number": CompareCase(_cell("q1", "recall@1", "yes", side="baseline"),
+                                             "baseline/per_query.csv:2", "holds 'yes'"),
+    "metric cell: decimal comma": CompareCase(_cell("q2", "mrr", '"0,5"'), f"{CPQ}:3", "holds '0,5'"),
+    # per_query.csv: rows and columns
+    "per_query: duplicated query_id": CompareCase(_cell("q3", "query_id", "q2"), f"{CPQ}:4",
+                                                  "repeats query_id 'q2' (first on line 3)"),
+    "per_query: empty query_id": CompareCase(_cell("q3", "query_id", ""), f"{CPQ}:4", "empty query_id"),
+    "per_query: a row with a cell too many": CompareCase(_csv_edit(lambda ls: [*ls[:3], ls[3] + ",0.5", *ls[4:]]),
+                                                         f"{CPQ}:4", "has 12 cells in this row, the header has 11"),
+    "per_query: bad first_gold_rank": CompareCase(_cell("q2", "first_gold_rank", "0"), f"{CPQ}:3",
+                                                  "column 'first_gold_rank'"),
+    "per_query: a column twice": CompareCase(_csv_edit(lambda ls: [ls[0].replace("recall@5", "recall@1"), *ls[1:]]),
+                                             f"{CPQ}:1", "has the column 'recall@1' twice"),
+    "per_query: required column missing": CompareCase(_csv_edit(_drop_column("category")), CPQ,
+                                                      "lacks the columns ['category']"),
+    "per_query: empty file": CompareCase(_csv_edit(lambda ls: []), CPQ, "is empty"),
+    "per_query: not UTF-8": CompareCase(lambda b, c: (c / "per_query.csv").write_bytes(b"query_id\xff\n"), CPQ,
+                                        "is not UTF-8 text"),
+    "per_query: gated metric on one side only": CompareCase(
+        _csv_edit(_drop_column("recall@5")), "--metric", "'recall@5' is reported by the baseline only",
+        ("--metric", "recall@5")),
+    "per_query: metric on one side only is named": CompareCase(
+        _csv_edit(_drop_column("recall@5")), "", "Not compared, reported by one run only: `recall@5` (baseline only)",
+        exit=0, stream="stdout"),
+    "per_query: other query ids": CompareCase(_cell("q6", "query_id", "q66"), CPQ, "'q6' is only in the baseline"),
+    "per_query: other category": CompareCase(_cell("q6", "category", "factoid"), f"{CPQ}:7",
+                                             "gives query 'q6' the category 'factoid', the baseline 'lexical_gap'"),
+    # fewer than two paired queries: no interval, no test, and the report says why
+    "one query in a category": CompareCase(_both(_cell("q1", "category", "boundary"),
+                                                 _cell("q1", "category", "boundary", side="baseline")),
+                                           "| boundary | 1 | ndcg@10 |", "| n/a (1 query) | n/a |", exit=0,
+                                           stream="stdout"),
+    "one answerable query in all": CompareCase(
+        _both(_csv_edit(_only_q1_answerable), _csv_edit(_only_q1_answerable, side="baseline")),
+        "--fail-on-regression", "cannot gate on ndcg@10: no paired test (1 answerable query", ("--fail-on-regression",),
+        exit=0),
+    # run.json
+    "run.json: not JSON": CompareCase(_run_json('{"corpus_hash": "x",\n  judgments_hash: 1}\n'), f"{CRJ}:2",
+                                      "is not valid JSON"),
+    "run.json: NaN": CompareCase(_run_json('{"corpus_hash": NaN, "judgments_hash": "x"}'), CRJ,
+                                 "NaN is not a JSON number"),
+    "run.json: a key twice": CompareCase(_run_json('{"corpus_hash": "a", "corpus_hash": "b"}'), CRJ,
+                                         "'corpus_hash' appears twice"),
+    "run.json: not an object": CompareCase(_run_json("[1, 2]\n"), CRJ, "is not a JSON object"),
+    "run.json: no corpus_hash": CompareCase(_run_json(lambda m: m.pop("corpus_hash")), f"{CRJ}: key 'corpus_hash'",
+                                            "has no corpus_hash"),
+    "run.json: params not an object": CompareCase(_run_json(lambda m: m.update(params=[1])), f"{CRJ}: key 'params'",
+                                                  "not an object"),
+    "run.json: other judgments": CompareCase(_run_json(lambda m: m.update(judgments_hash="other" * 8)), CRJ,
+                                             "different judgments than the baseline"),
+    "run.json: other corpus": CompareCase(_run_json(lambda m: m.update(corpus_hash="0ther" * 8)), CRJ,
+                                          "different corpus than the baseline (corpus_hash c0rpusc0rpus vs "
+                                          "0ther0ther0t)"),
+    # the sides themselves
+    "side: no run.json": CompareCase(_remove("run.json"), "candidate", "holds no run.json"),
+    "side: no per_query.csv": CompareCase(_remove("per_query.csv"), "candidate", "holds no per_query.csv"),
+    "side: does not exist": CompareCase(_no_side, "candidate", "is neither a directory, a git revision nor a DVC"),
+    # options
+    "--alpha 0": CompareCase(_intact, "--alpha", "must be strictly between 0 and 1, got 0.0", ("--alpha", "0")),
+    "--alpha 1.5": CompareCase(_intact, "--alpha", "got 1.5", ("--alpha", "1.5")),
+    "--alpha nan": CompareCase(_intact, "--alpha", "got nan", ("--alpha", "nan")),
+    "--alpha text": CompareCase(_intact, "--alpha", "'five percent' is not a number",
+                                ("--alpha", "five percent")),
+    "--max-drop negative": CompareCase(_intact, "--max-drop", "at least 0, got -0.1", ("--max-drop", "-0.1")),
+    "--max-drop inf": CompareCase(_intact, "--max-drop", "finite", ("--max-drop", "inf")),
+    "--top negative": CompareCase(_intact, "--top", "must be 0 or more, got -1", ("--top", "-1")),
+    "--top fraction": CompareCase(_intact, "--top", "'2.5' is not a whole number", ("--top", "2.5")),
+    "--metric unknown": CompareCase(_intact, "--metric", "['ndcg@20'] is not reported by both runs",
+                                    ("--metric", "ndcg@20")),
+}

@@ -2,24 +2,53 @@
 
 ``dvc plots diff`` overlays revisions on the same axes (hit rate against k, say); it cannot put a
 *parameter* on the x axis, because each experiment contributes one point. This module reads
-``dvc exp show --json``, keeps the experiments of the current commit, and writes one row per
+``dvc exp show --json``, keeps the current commit and its experiments, and writes one row per
 experiment: its name, the chosen parameters and the answerable metrics. ``dvc plots show`` then
 draws that CSV like any other plot file.
+
+Only comparable rows are kept. ``dvc exp show`` lists every experiment of the commit, including
+ones run with ``-S corpus.judgments=...`` or ``-S corpus.root=...`` (other queries or other
+documents: their numbers measure another task), queued, running or failed ones (whose metrics
+are the commit's own, copied into the stash DVC runs them from), and an experiment that re-ran
+the commit's own parameters (the commit's row a second time, under another name). Each revision's
+``metrics/run.json`` is read from git and its ``judgments_hash`` and ``corpus_hash`` must match
+the commit's; what is left out is returned with the reason, for the command to print.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groundkit._json import JSONLineError, loads_line
 from groundkit.artifacts import atomic_write_text, csv_text
 from groundkit.errors import InputError
+
+METRICS_FILE = "metrics/metrics.json"
+RUN_FILE = "metrics/run.json"
+HASHES = ("judgments_hash", "corpus_hash")
+# Experiments DVC lists that have not produced results of their own (executor states of dvc exp show).
+NOT_RUN = {"queued": "queued, not run yet", "running": "still running",
+           "failed": "failed; the metrics DVC shows for it are the commit's own"}
+
+# Reads a revision's metrics/run.json: the metadata, or the reason it cannot be used.
+RunReader = Callable[[str], "dict[str, Any] | str"]
 
 
 class SweepError(InputError):
     """The experiments cannot be read or lack a requested parameter or metric."""
+
+
+@dataclass
+class Sweep:
+    """The rows to tabulate, and each revision left out as ``(name, reason)``."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    left_out: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _dig(data: dict[str, Any], dotted: str) -> Any:
@@ -31,50 +60,113 @@ def _dig(data: dict[str, Any], dotted: str) -> Any:
     return node
 
 
-def _rows_of(entry: dict[str, Any], name: str, params: list[str], metrics_file: str) -> dict[str, Any] | None:
+def _params(entry: dict[str, Any]) -> dict[str, Any]:
     data = entry.get("data") or {}
-    values = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
-    metrics = ((data.get("metrics") or {}).get(metrics_file) or {}).get("data") or {}
-    if not metrics:
-        return None
-    row: dict[str, Any] = {"experiment": name}
-    for p in params:
-        row[p] = _dig(values, p)
-    row.update(metrics.get("answerable", {}))
-    return row
+    return ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
 
 
-def experiment_rows(shown: list[dict[str, Any]], params: list[str],
-                    metrics_file: str = "metrics/metrics.json") -> list[dict[str, Any]]:
-    """One row per experiment of the baseline commit (and the commit itself), sorted by the params."""
-    rows = []
+def _metrics(entry: dict[str, Any], metrics_file: str) -> dict[str, Any]:
+    data = entry.get("data") or {}
+    return ((data.get("metrics") or {}).get(metrics_file) or {}).get("data") or {}
+
+
+def _short(value: Any) -> str:
+    return str(value)[:12]
+
+
+def _mismatch(metadata: dict[str, Any], reference: dict[str, Any]) -> str | None:
+    """Why a revision's run is not comparable with the baseline commit's, or None when it is."""
+    for key, what in zip(HASHES, ("other judgments", "another corpus"), strict=True):
+        if metadata.get(key) != reference.get(key):
+            return (f"scored on {what} ({key} {_short(metadata.get(key))}, the baseline's "
+                    f"{_short(reference.get(key))})")
+    return None
+
+
+def experiment_rows(shown: list[dict[str, Any]], params: list[str], run_json: RunReader,
+                    metrics_file: str = METRICS_FILE) -> Sweep:
+    """One row per comparable experiment of the baseline commit (and the commit itself), sorted by the params."""
+    sweep = Sweep()
+    seen: dict[str, str] = {}
     for commit in shown:
         if commit.get("rev") == "workspace":
             continue
-        baseline = _rows_of(commit, commit.get("name") or commit["rev"][:7], params, metrics_file)
-        if baseline is not None:
-            rows.append(baseline)
+        commit_name = commit.get("name") or commit["rev"][:7]
+        reference = run_json(commit["rev"])
+        if isinstance(reference, str):
+            raise SweepError(f"{commit_name}:{RUN_FILE}", f"cannot be used ({reference}), so no experiment can be "
+                             "checked against the commit's judgments and corpus",
+                             fix="commit the results of `dvc repro` (metrics/ is tracked by git), then sweep again")
+        candidates = [(commit, commit_name, None)]
         for experiment in commit.get("experiments") or []:
+            state = (experiment.get("executor") or {}).get("state")
             for revision in experiment.get("revs") or []:
-                row = _rows_of(revision, revision.get("name") or revision["rev"][:7], params, metrics_file)
-                if row is not None:
-                    rows.append(row)
-    for row in rows:
+                candidates.append((revision, revision.get("name") or revision["rev"][:7], state))
+        for entry, name, state in candidates:
+            rev = entry["rev"]
+            reason = None
+            if rev in seen:
+                reason = f"the same commit as {seen[rev]}"
+            elif state in NOT_RUN:
+                reason = NOT_RUN[state]
+            elif entry.get("error"):
+                reason = f"DVC could not read it: {(entry['error'] or {}).get('msg', 'unknown error')}"
+            elif not _metrics(entry, metrics_file):
+                reason = f"no {metrics_file}"
+            else:
+                metadata = reference if entry is commit else run_json(rev)
+                reason = metadata if isinstance(metadata, str) else _mismatch(metadata, reference)
+            if reason is None and entry is not commit and _params(entry) == _params(commit) \
+                    and _metrics(entry, metrics_file) == _metrics(commit, metrics_file):
+                reason = f"repeats {commit_name} (same params.yaml and metrics)"
+            seen.setdefault(rev, name)
+            if reason is not None:
+                sweep.left_out.append((name, reason))
+                continue
+            row: dict[str, Any] = {"experiment": name}
+            for p in params:
+                row[p] = _dig(_params(entry), p)
+            row.update(_metrics(entry, metrics_file).get("answerable", {}))
+            sweep.rows.append(row)
+    for row in sweep.rows:
         missing = [p for p in params if row[p] is None]
         if missing:
             raise SweepError("params.yaml", f"experiment {row['experiment']!r} has no {missing[0]}",
                              key=missing[0], fix="name a parameter of params.yaml, e.g. chunk.size")
-    rows.sort(key=lambda r: ([r[p] for p in params], r["experiment"]))
-    return rows
+    sweep.rows.sort(key=lambda r: ([r[p] for p in params], r["experiment"]))
+    return sweep
 
 
-def sweep_table(cwd: Path, params: list[str], out: Path, metrics: list[str]) -> str:
-    """Write the sweep CSV to ``out`` and return it as a Markdown table."""
-    shown = subprocess.run(["dvc", "exp", "show", "--json"], cwd=cwd, capture_output=True, text=True, check=False)
+def git_run_json(cwd: Path) -> RunReader:
+    """A reader of ``metrics/run.json`` as committed in a revision of the repository at ``cwd``."""
+
+    def read(rev: str) -> dict[str, Any] | str:
+        shown = subprocess.run(["git", "show", f"{rev}:{RUN_FILE}"], cwd=cwd, capture_output=True, check=False)
+        if shown.returncode != 0:
+            return f"no {RUN_FILE} in its commit"
+        try:
+            metadata = loads_line(shown.stdout.decode("utf-8"))
+        except (UnicodeDecodeError, JSONLineError):
+            return f"its {RUN_FILE} is not valid JSON"
+        if not isinstance(metadata, dict) or not all(isinstance(metadata.get(k), str) for k in HASHES):
+            return f"its {RUN_FILE} lacks {' or '.join(HASHES)}"
+        return metadata
+
+    return read
+
+
+def sweep_table(cwd: Path, params: list[str], out: Path, metrics: list[str]) -> tuple[str, list[tuple[str, str]]]:
+    """Write the sweep CSV to ``out``; return it as a Markdown table, and what was left out and why."""
+    try:
+        shown = subprocess.run(["dvc", "exp", "show", "--json"], cwd=cwd, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise SweepError("dvc", "is not on PATH; sweep-plot reads the experiments with `dvc exp show --json`",
+                         fix="install DVC (pip install dvc) or activate the environment that has it") from None
     if shown.returncode != 0:
         raise SweepError(cwd, f"`dvc exp show --json` failed: {shown.stderr.strip()[:300]}",
                          fix="run it inside the repository, after `dvc exp run` or `dvc queue start`")
-    rows = experiment_rows(json.loads(shown.stdout), params)
+    sweep = experiment_rows(json.loads(shown.stdout), params, git_run_json(cwd))
+    rows = sweep.rows
     if not rows:
         raise SweepError(cwd, "has no experiments with metrics on this commit",
                          fix="queue a sweep first: dvc exp run --queue -S 'chunk.size=range(200,2001,300)'")
@@ -87,4 +179,4 @@ def sweep_table(cwd: Path, params: list[str], out: Path, metrics: list[str]) -> 
     for row in rows:
         cells = [f"{row[c]:.4f}" if isinstance(row[c], float) else str(row[c]) for c in columns]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", sweep.left_out

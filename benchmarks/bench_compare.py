@@ -1,0 +1,135 @@
+"""`groundkit compare` on many queries: wall time and peak RSS of the command, in a child process.
+
+Two result folders (per_query.csv and run.json, as `groundkit run --out` writes them) are generated
+for N synthetic queries: four answerable categories and one in ten no_answer, the baseline's first
+gold rank drawn at random and the candidate's moved from it, every metric derived from that rank
+the way the score stage defines it (hit rate, MRR, nDCG with one gold chunk, characters read,
+hit rate within a character budget). The command runs once in a fresh interpreter; its peak RSS is
+the child's own ru_maxrss, read with os.wait4. Beside it, as a floor, a child that only imports
+numpy and scipy.stats and reads the two sides: what is left is the statistics' own cost.
+
+    python benchmarks/bench_compare.py [--queries 100000] [--workdir DIR] [--metric NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import REPO, print_machine
+
+SEED = 20261202
+KS = (1, 3, 5, 10)
+BUDGETS = (500, 1000, 2000)
+CHUNK_CHARS = 800
+CATEGORIES = ("boundary", "factoid", "lexical_gap", "multi_passage")
+METRICS = [*(f"recall@{k}" for k in KS), "mrr", *(f"ndcg@{k}" for k in KS), *(f"chars@{k}" for k in KS),
+           *(f"recall@{b}chars" for b in BUDGETS)]
+HEADER = ["query_id", "query", "category", "retrieved", "gold_chunks", "first_gold_rank", "abstained", *METRICS]
+
+
+def _metrics(rank: int | None, chunk_chars: int) -> list[str]:
+    hit = [1.0 if rank is not None and rank <= k else 0.0 for k in KS]
+    ndcg = [1.0 / math.log2(rank + 1) if rank is not None and rank <= k else 0.0 for k in KS]
+    chars = [float(chunk_chars * k) for k in KS]
+    budget = [1.0 if rank is not None and rank * chunk_chars <= b else 0.0 for b in BUDGETS]
+    values = [*hit, 1.0 / rank if rank is not None else 0.0, *ndcg, *chars, *budget]
+    return [f"{v:.6f}" for v in values]
+
+
+def write_side(folder: Path, ranks: list[int | None], lengths: list[int], categories: list[str],
+               metrics: list[str]) -> None:
+    """per_query.csv and run.json for one side; ``lengths`` are the characters of a query's chunks."""
+    folder.mkdir(parents=True, exist_ok=True)
+    keep = [METRICS.index(m) for m in metrics]
+    with (folder / "per_query.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(HEADER[:7] + metrics)
+        for i, (rank, length, category) in enumerate(zip(ranks, lengths, categories, strict=True)):
+            if category == "no_answer":
+                writer.writerow([f"q{i:06d}", f"query {i}", category, 0, 0, "", 1] + [""] * len(metrics))
+                continue
+            values = _metrics(rank, length)
+            writer.writerow([f"q{i:06d}", f"query {i}", category, 100, 1, rank or "", ""] + [values[j] for j in keep])
+    metadata = {"corpus_hash": "c" * 64, "groundkit_version": "bench", "judgments_hash": "j" * 64,
+                "params": {"chunk": {"size": CHUNK_CHARS}}}
+    (folder / "run.json").write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+
+
+def generate(workdir: Path, queries: int, metrics: list[str]) -> tuple[Path, Path]:
+    """Two sides over the same synthetic queries; the candidate's first gold rank and chunk lengths move a little."""
+    import numpy as np
+
+    rng = np.random.default_rng(SEED)
+    kinds = rng.integers(0, 10, queries)
+    categories = ["no_answer" if k == 9 else CATEGORIES[k % 4] for k in kinds]
+    base = rng.geometric(0.3, queries)
+    moved = np.maximum(1, base + rng.integers(-2, 3, queries))
+
+    def ranks(values: np.ndarray) -> list[int | None]:
+        return [int(r) if r <= 100 else None for r in values]
+
+    lengths = rng.integers(700, CHUNK_CHARS + 1, (2, queries)).tolist()
+    write_side(workdir / "baseline", ranks(base), lengths[0], categories, metrics)
+    write_side(workdir / "candidate", ranks(moved), lengths[1], categories, metrics)
+    return workdir / "baseline", workdir / "candidate"
+
+
+FLOOR = ("import sys, scipy.stats; from pathlib import Path; from groundkit.evals.compare import read_side; "
+         "[read_side(side, cwd=Path.cwd()) for side in sys.argv[1:]]")
+
+
+def measure(command: list[str], cwd: Path) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS (MiB) and exit status of one child process running ``command``."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    start = time.perf_counter()
+    child = subprocess.Popen([sys.executable, *command], cwd=cwd, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    errors = child.stderr.read().decode() if child.stderr else ""
+    if child.returncode != 0:
+        print(errors, file=sys.stderr)
+    return wall, usage.ru_maxrss / 1024, child.returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=100_000)
+    parser.add_argument("--workdir", type=Path, default=None, help="where the two folders go (default: a temp dir)")
+    parser.add_argument("--metric", action="append", default=[], help="metric columns to write (default: all)")
+    args = parser.parse_args()
+    metrics = args.metric or METRICS
+    if "mrr" not in metrics:
+        parser.error("--metric must include mrr (the gated metric)")
+    print_machine()
+    with tempfile.TemporaryDirectory() as scratch:
+        workdir = args.workdir or Path(scratch)
+        started = time.perf_counter()
+        baseline, candidate = generate(workdir, args.queries, metrics)
+        print(f"generated {args.queries:,} queries x {len(metrics)} metric columns in "
+              f"{time.perf_counter() - started:.1f} s ({(baseline / 'per_query.csv').stat().st_size / 2**20:.1f} MiB "
+              "per side)")
+        floor_wall, floor_peak, floor_status = measure(["-c", FLOOR, str(baseline), str(candidate)], workdir)
+        wall, peak, status = measure(["-m", "groundkit.cli", "compare", str(baseline), str(candidate), "--json",
+                                      "--metric", "mrr"], workdir)
+    print(f"floor (imports, both sides read): exit {floor_status}, wall {floor_wall:.1f} s, "
+          f"peak RSS {floor_peak:,.0f} MiB")
+    print(f"groundkit compare --json:         exit {status}, wall {wall:.1f} s, peak RSS {peak:,.0f} MiB "
+          f"({peak / floor_peak:.2f}x the floor's)")
+    return status or floor_status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -85,7 +85,7 @@ def generate(workdir: Path, queries: int, metrics: list[str]) -> tuple[Path, Pat
     return workdir / "baseline", workdir / "candidate"
 
 
-FLOOR = ("import sys, scipy.stats; from pathlib import Path; from groundkit.evals.compare import read_side; "
+FLOOR = ("import sys, scipy.stats; from pathlib import Path; from groundkit.reports.compare import read_side; "
          "[read_side(side, cwd=Path.cwd()) for side in sys.argv[1:]]")
 
 

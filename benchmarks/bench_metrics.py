@@ -32,9 +32,9 @@ BUDGETS = [500, 1000, 2000]  # the default score.budgets: the score stage comput
 
 
 def synthetic(n_queries: int, depth: int, seed: int = 7):
-    from groundkit.contracts import Chunk
-    from groundkit.evals.corpus import Category
-    from groundkit.evals.spans import ResolvedJudgment, ResolvedSpan
+    from groundkit.corpus.judgments import Category
+    from groundkit.corpus.passage import Chunk
+    from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
 
     rng = random.Random(seed)
     chunks = [
@@ -78,7 +78,7 @@ def main() -> None:
     import ir_measures
     from ir_measures import RR, Qrel, ScoredDoc, Success, nDCG
 
-    from groundkit.evals.scoring import score_rankings
+    from groundkit.scoring.score import score_rankings
 
     print_machine()
     judgments, chunks, rankings = synthetic(args.queries, args.depth)

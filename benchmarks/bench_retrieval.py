@@ -55,10 +55,10 @@ def main() -> None:
     import bm25s
     from rank_bm25 import BM25Okapi
 
-    from groundkit.bm25 import BM25Index
-    from groundkit.contracts import Chunk
-    from groundkit.evals.metrics import ndcg_at_k
-    from groundkit.tokenizing import tokenize
+    from groundkit.corpus.passage import Chunk
+    from groundkit.corpus.tokenizing import tokenize
+    from groundkit.retrieval.bm25 import BM25Index
+    from groundkit.scoring.measures import ndcg_at_k
 
     print_machine()
     doc_ids, texts, query_ids, queries, qrels = load_scifact(Path(args.data_dir))

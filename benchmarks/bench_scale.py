@@ -81,8 +81,8 @@ def generate(path: Path, queries_path: Path, n_chunks: int) -> None:
 
 def child(corpus: Path, queries_path: Path, n_chunks: int) -> None:
     """Measure one size in this (fresh) process and print one JSON line."""
-    from groundkit.bm25 import BM25Index
-    from groundkit.contracts import Chunk
+    from groundkit.corpus.passage import Chunk
+    from groundkit.retrieval.bm25 import BM25Index
 
     chunks = []
     with corpus.open(encoding="ascii") as handle:

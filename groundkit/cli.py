@@ -15,8 +15,8 @@ from groundkit._guard import guarded
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from groundkit.evals.runner import run
-    from groundkit.params import load_params
+    from groundkit.config import load_params
+    from groundkit.pipeline.runner import run
 
     overrides = list(args.set)
     if getattr(args, "run_file", None) is not None:
@@ -39,11 +39,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from groundkit.artifacts import atomic_write_text, dumps_json
-    from groundkit.documents import load_corpus
-    from groundkit.evals.audit import audit, check_audit, render_table
-    from groundkit.evals.corpus import load_judgments
-    from groundkit.evals.spans import resolve_judgments
-    from groundkit.params import load_params
+    from groundkit.config import load_params
+    from groundkit.corpus.audit import audit, check_audit, render_table
+    from groundkit.corpus.documents import load_corpus
+    from groundkit.corpus.judgments import load_judgments
+    from groundkit.corpus.spans import resolve_judgments
 
     params = load_params(args.params, args.set)
     if args.out:
@@ -66,7 +66,7 @@ def _check_report(args: argparse.Namespace) -> None:
     from pathlib import Path
 
     from groundkit._outputs import check_file
-    from groundkit.evals.audit import AuditReport
+    from groundkit.corpus.audit import AuditReport
 
     def is_report(path: Path) -> bool:
         try:
@@ -92,7 +92,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from groundkit.evals.compare import compare, parse_options, read_side, render_markdown, to_json
+    from groundkit.reports.compare import compare, parse_options, read_side, render_markdown, to_json
 
     alpha, max_drop, top = parse_options(args.alpha, args.max_drop, args.top)
     cwd = Path.cwd()
@@ -119,7 +119,7 @@ def _cmd_sweep_plot(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from groundkit._outputs import check_file
-    from groundkit.evals.sweep import sweep_table
+    from groundkit.reports.sweep import sweep_table
 
     def is_sweep_table(path: Path) -> bool:
         try:
@@ -146,7 +146,7 @@ def _cmd_sweep_plot(args: argparse.Namespace) -> int:
 
 
 def _cmd_import_beir(args: argparse.Namespace) -> int:
-    from groundkit.beir import import_beir
+    from groundkit.corpus.beir import import_beir
 
     manifest = import_beir(args.dataset, args.out, split=args.split, drop_empty=args.drop_empty, force=args.force)
     print(

@@ -7,8 +7,8 @@ from pathlib import Path
 import _own_tree  # noqa: F401  (first: groundkit must come from this tree)
 
 from groundkit._guard import guarded
-from groundkit.evals import pipeline
-from groundkit.params import load_params
+from groundkit.config import load_params
+from groundkit.pipeline import steps
 
 
 def main(argv: list[str] | None) -> int:
@@ -18,7 +18,7 @@ def main(argv: list[str] | None) -> int:
     parser.add_argument("--out", required=True, help="embeddings directory")
     args = parser.parse_args(argv)
     params = load_params(args.params)
-    manifest = pipeline.embed(Path(args.chunks), params, Path(args.out), progress=True)
+    manifest = steps.embed(Path(args.chunks), params, Path(args.out), progress=True)
     if manifest["embedded"]:
         print(f"embed: {manifest['num_chunks']} chunks, dim {manifest['dim']}, {manifest['model_version']}",
               file=sys.stderr)

@@ -366,7 +366,7 @@ PLUGIN_CASES: dict[str, PluginCase] = {
 
 
 # --- groundkit import-beir: JSON that json.loads reads silently wrong or fails on outside JSONDecodeError
-# Each case edits one line of the small dataset that tests/test_beir.py writes.
+# Each case edits one line of the small dataset that tests/corpus/test_beir.py writes.
 
 
 @dataclass(frozen=True)
@@ -411,7 +411,7 @@ BEIR_CASES: dict[str, BeirCase] = {
 }
 
 
-# --- external run files, through `groundkit score-run` (tests/test_external.py) -----------------------------------
+# --- external run files, through `groundkit score-run` (tests/retrieval/test_external.py) -----------------------------------
 # Each case is a whole run file for the tiny workspace. The message must name the run file and `line` (or only the
 # file when `line` is None) and contain `what`. Most cases follow one good line, so the bad one is line 2.
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from groundkit.chunking import chunk_documents
-from groundkit.documents import load_corpus
-from groundkit.evals.corpus import Category, load_judgments
-from groundkit.evals.spans import ChunkLocator, resolve_judgments
-from groundkit.params import load_params
-from groundkit.tokenizing import tokenize
+from groundkit.config import load_params
+from groundkit.corpus.chunking import chunk_documents
+from groundkit.corpus.documents import load_corpus
+from groundkit.corpus.judgments import Category, load_judgments
+from groundkit.corpus.spans import ChunkLocator, resolve_judgments
+from groundkit.corpus.tokenizing import tokenize
 
 REPO = Path(__file__).resolve().parent.parent
 PARAMS = load_params(REPO / "params.yaml")

@@ -23,10 +23,10 @@ import pytest
 from groundkit._guard import guarded
 from groundkit._outputs import MARKER, SCRATCH_MARKER, OutputError
 from groundkit.artifacts import atomic_write_text
-from groundkit.beir import import_beir
-from groundkit.evals.runner import ARTIFACTS
+from groundkit.corpus.beir import import_beir
+from groundkit.pipeline.runner import ARTIFACTS
 from tests.dvc_helpers import clone_working_tree, env
-from tests.test_beir import write_dataset
+from tests.corpus.test_beir import write_dataset
 
 # The tiny corpus is trivially easy by design (three documents); the audit would reject it.
 LENIENT = ("--set", "audit.max_trivial_share=1.0")

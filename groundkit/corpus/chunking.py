@@ -1,0 +1,123 @@
+"""Chunking strategies: split documents into ``[start, end)`` character windows.
+
+Offsets always index the document's own text, so ``text[start:end]`` is the
+chunk and any gold span can be tested for overlap without re-tokenizing.
+Chunks never begin or end with whitespace and never cut a word in half (a
+word is a maximal run of non-whitespace characters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from groundkit._progress import track
+from groundkit.corpus.passage import Chunk, Document
+
+
+class ChunkParams(BaseModel):
+    """The ``chunk`` section of params.yaml.
+
+    Attributes:
+        strategy: ``fixed`` (sliding character window) or ``document`` (one chunk per document).
+        size: Target window length in characters (``fixed`` only).
+        overlap: Characters shared by consecutive windows (``fixed`` only); must be below ``size``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    strategy: Literal["fixed", "document"] = "fixed"
+    size: int = Field(default=800, gt=0)
+    overlap: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkParams:
+        if self.overlap >= self.size:
+            raise ValueError(
+                f"overlap ({self.overlap}) must be smaller than size ({self.size}), "
+                "or every window would start where the previous one did"
+            )
+        return self
+
+
+def _skip_space(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and text[i].isspace():
+        i += 1
+    return i
+
+
+def _trim_space(text: str, start: int, end: int) -> int:
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def _window_end(text: str, start: int, size: int) -> int:
+    """End of the window starting at ``start``, pulled back to a word boundary."""
+    n = len(text)
+    end = min(start + size, n)
+    if end == n or text[end].isspace() or text[end - 1].isspace():
+        return end
+    cut = end - 1
+    while cut > start and not text[cut].isspace():
+        cut -= 1
+    if cut > start:
+        return cut
+    # A single word longer than the window: keep it whole rather than split it.
+    while end < n and not text[end].isspace():
+        end += 1
+    return end
+
+
+def _next_start(text: str, start: int, end: int, overlap: int) -> int:
+    if overlap == 0:
+        return _skip_space(text, end)
+    nxt = max(end - overlap, start + 1)
+    # Move forward to the start of a word so the overlap never begins mid-word.
+    while nxt < end and not text[nxt - 1].isspace():
+        nxt += 1
+    nxt = _skip_space(text, nxt)
+    return nxt if nxt < end else _skip_space(text, end)
+
+
+def chunk_fixed(document: Document, size: int, overlap: int) -> Iterator[Chunk]:
+    """Yield windows of at most ``size`` characters (longer only for a single longer word)."""
+    text = document.text
+    n = len(text)
+    start = _skip_space(text, 0)
+    while start < n:
+        end = _window_end(text, start, size)
+        trimmed = _trim_space(text, start, end)
+        yield Chunk(
+            document=document.path,
+            start_offset=start,
+            end_offset=trimmed,
+            text=text[start:trimmed],
+        )
+        if end >= n:
+            return
+        start = _next_start(text, start, trimmed, overlap)
+
+
+def chunk_whole(document: Document) -> Iterator[Chunk]:
+    """Yield the document as one chunk, without leading or trailing whitespace."""
+    text = document.text
+    start = _skip_space(text, 0)
+    end = _trim_space(text, start, len(text))
+    if end > start:
+        yield Chunk(document=document.path, start_offset=start, end_offset=end, text=text[start:end])
+
+
+def chunk_documents(documents: Iterable[Document], params: ChunkParams) -> list[Chunk]:
+    """Chunk every document; the result is ordered by (document path, start_offset)."""
+    chunks: list[Chunk] = []
+    ordered = sorted(documents, key=lambda d: d.path)
+    for document in track(ordered, desc="chunk", unit="doc"):
+        if params.strategy == "document":
+            chunks.extend(chunk_whole(document))
+        else:
+            chunks.extend(chunk_fixed(document, params.size, params.overlap))
+    return chunks

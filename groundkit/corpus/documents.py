@@ -1,0 +1,176 @@
+"""Loading the corpus: every regular file under the corpus root is a document.
+
+The loader is strict because everything downstream trusts it: a document that
+is not UTF-8, uses CRLF line endings, is empty, or is a link leading outside
+the root is an error, never silently skipped. So is any entry that is not a
+regular file: it is recognised from its metadata and never opened, since
+reading a FIFO waits forever and reading a device may never end.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from groundkit._text import decode_utf8_lf
+from groundkit.corpus.passage import Document
+from groundkit.errors import CorpusError
+
+
+def decode_document(path: Path, data: bytes, *, name: str | None = None) -> str:
+    """Decode one document's bytes, rejecting what would make offsets or hashes unstable."""
+    shown = name or str(path)
+    text = decode_utf8_lf(shown, data, error=CorpusError, hashed_as="corpus_hash")
+    if "\0" in text:
+        raise CorpusError(
+            shown,
+            "contains a NUL character; it looks like a binary file",
+            fix="remove the file from the corpus or strip the NUL bytes",
+            line=text.count("\n", 0, text.index("\0")) + 1,
+        )
+    if not text.strip():
+        raise CorpusError(
+            shown,
+            "is empty (or only whitespace): it can hold no gold span and would distort BM25's "
+            "average length",
+            fix="add the document's text or delete the file",
+        )
+    return text
+
+
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO (named pipe: reading it waits for a writer, possibly forever)"),
+    (stat.S_ISCHR, "a character device (reading one may never end)"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+_ONLY = "only regular files (and symlinks to them inside the corpus root) are documents"
+_REMOVE = "remove it or move it out of the corpus root"
+_RELINK = "remove the link, or point it at a regular file inside the corpus root"
+
+
+def _kind(mode: int) -> str:
+    for test, kind in _SPECIAL:
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _refusal(path: Path, real_root: Path) -> tuple[str, str] | None:
+    """Why ``path`` is not a document, and the fix; None when it is a regular file (or links to one inside the root).
+
+    Only ``lstat`` and ``stat`` look at the entry: opening a FIFO blocks and a device never ends.
+    """
+    mode = os.lstat(path).st_mode
+    if stat.S_ISREG(mode):
+        return None
+    if not stat.S_ISLNK(mode):
+        return _kind(mode), _REMOVE
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symlink loop (following it leads back to a link, never to a file)", _RELINK
+        if exc.errno == errno.ENOENT:
+            return f"a broken symlink (its target {os.readlink(path)} does not exist)", _RELINK
+        return f"a symlink that cannot be followed ({exc.strerror})", _RELINK
+    target = Path(os.path.realpath(path))
+    if not target.is_relative_to(real_root):
+        return (f"a symlink pointing outside the corpus root (to {target})",
+                "copy the file into the corpus or remove the link")
+    if not stat.S_ISREG(mode):
+        return f"a symlink to {_kind(mode)}", _RELINK
+    return None
+
+
+def corpus_files(root: Path) -> list[tuple[str, Path]]:
+    """Return ``(relative posix path, absolute path)`` for every document under ``root``.
+
+    Hidden files and directories (name starting with ``.``) are ignored. Every other entry must be
+    a regular file, or a symlink that resolves inside the root to one; anything else (a FIFO, a
+    device, a socket, a symlink loop, a broken link, a linked directory) is refused, and all such
+    entries are named in one error.
+    """
+    if not root.exists():
+        raise CorpusError(root, "corpus root does not exist", fix="check corpus.root in params.yaml or --corpus")
+    if not root.is_dir():
+        raise CorpusError(root, "corpus root is not a directory", fix="point corpus.root at the folder of documents")
+    real_root = root.resolve()
+    found: list[tuple[str, Path]] = []
+    refused: list[tuple[Path, str, str]] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        base = Path(dirpath)
+        for dirname in dirnames:
+            if (base / dirname).is_symlink():
+                refused.append((base / dirname, "a symlinked directory (groundkit does not follow directory links)",
+                                "copy the directory into the corpus instead of linking it"))
+        for filename in sorted(filenames):
+            if filename.startswith("."):
+                continue
+            path = base / filename
+            refusal = _refusal(path, real_root)
+            if refusal is None:
+                found.append((path.relative_to(root).as_posix(), path))
+            else:
+                refused.append((path, *refusal))
+    if refused:
+        raise _refused_error(root, sorted(refused))
+    found.sort()
+    if not found:
+        raise CorpusError(root, "corpus root holds no documents", fix="add .md or .txt files under it")
+    return found
+
+
+def _refused_error(root: Path, refused: list[tuple[Path, str, str]]) -> CorpusError:
+    if len(refused) == 1:
+        path, reason, fix = refused[0]
+        return CorpusError(path, f"is {reason}; {_ONLY}", fix=fix)
+    listing = "; ".join(f"{path.relative_to(root).as_posix()} is {reason}" for path, reason, _ in refused)
+    by_fix: dict[str, list[str]] = {}
+    for path, _, fix in refused:
+        by_fix.setdefault(fix, []).append(path.relative_to(root).as_posix())
+    return CorpusError(root, f"holds {len(refused)} entries that are not documents: {listing}; {_ONLY}",
+                       fix="; ".join(f"{', '.join(paths)}: {fix}" for fix, paths in by_fix.items()))
+
+
+def read_document_bytes(path: Path) -> bytes:
+    """Read a document that :func:`corpus_files` accepted, refusing it if it stopped being a regular file since."""
+    # O_NONBLOCK: should a FIFO have replaced the file after the check, opening it must not wait for a writer.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise CorpusError(path, f"is {_kind(mode)}, no longer a regular file (it changed while the corpus "
+                              f"was read); {_ONLY}", fix=_REMOVE)
+        return handle.read()
+
+
+def load_corpus(root: str | Path) -> list[Document]:
+    """Read and validate every document under ``root``, sorted by path."""
+    root = Path(root)
+    documents = []
+    for rel, path in corpus_files(root):
+        text = decode_document(path, read_document_bytes(path), name=f"{root.as_posix().rstrip('/')}/{rel}")
+        documents.append(Document(path=rel, text=text))
+    return documents
+
+
+def corpus_hash(root: str | Path) -> str:
+    """SHA-256 over the corpus: the ``sha256sum``-style listing of every file, sorted by path.
+
+    It hashes raw bytes, so it changes with any byte of any document (line
+    endings included) and with any rename, and with nothing else.
+    """
+    listing = "".join(
+        f"{hashlib.sha256(read_document_bytes(path)).hexdigest()}  {rel}\n" for rel, path in corpus_files(Path(root))
+    )
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+
+
+def file_hash(path: str | Path) -> str:
+    """SHA-256 of a file's raw bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

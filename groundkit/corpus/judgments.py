@@ -1,0 +1,219 @@
+"""Judgments: a query plus verbatim gold quotes, stored one per line in JSONL.
+
+A judgment never names a chunk id or an offset. Each gold quote is resolved
+to a character span in its document at run time (see ``groundkit.corpus.spans``),
+so chunking can change without re-labelling anything.
+
+The file is hand-edited, so the loader is strict and points at the line:
+invalid JSON, unknown or missing fields, duplicate ids and ids out of
+ascending order are errors. It never re-sorts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from groundkit._json import JSONLineError, loads_line
+from groundkit._text import decode_utf8_lf
+from groundkit._validation import describe
+from groundkit.errors import JudgmentsError
+
+QUERY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
+
+
+class Category(StrEnum):
+    """What a judgment tests. ``no_answer`` is the only category without gold."""
+
+    FACTOID = "factoid"
+    MULTI_PASSAGE = "multi_passage"
+    BOUNDARY = "boundary"
+    LEXICAL_GAP = "lexical_gap"
+    NO_ANSWER = "no_answer"
+
+
+class GoldSpan(BaseModel):
+    """What answers (part of) the query: a verbatim quote from one document, or the whole document.
+
+    ``{"document": "a.md", "quote": "..."}`` is the usual, quote-anchored form.
+    ``{"document": "a.md", "whole_document": true}`` marks the whole document
+    relevant, as document-level collections (BEIR, TREC) judge; every chunk of
+    it is then gold. The whole-document form must be asked for explicitly, so a
+    forgotten quote is still an error rather than a much wider label.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    document: str = Field(min_length=1)
+    quote: str | None = None
+    whole_document: bool = False
+
+    @field_validator("quote")
+    @classmethod
+    def _quote_is_clean(cls, quote: str | None) -> str | None:
+        if quote is None:
+            raise ValueError('quote is null; write the quote, or omit it and set "whole_document": true')
+        if not quote.strip():
+            raise ValueError("quote is empty; copy a short verbatim passage from the document")
+        if quote != quote.strip():
+            raise ValueError("quote has leading or trailing whitespace; trim it")
+        return quote
+
+    @model_validator(mode="after")
+    def _quote_or_whole_document(self) -> GoldSpan:
+        if self.whole_document and self.quote is not None:
+            raise ValueError('a gold span has either a quote or "whole_document": true, not both')
+        if not self.whole_document and self.quote is None:
+            raise ValueError(
+                'a gold span needs a quote (a verbatim passage of the document), or "whole_document": true '
+                "to mark the whole document relevant"
+            )
+        return self
+
+
+class Judgment(BaseModel):
+    """One evaluation query and the gold quotes that answer it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_enum_values=False)
+
+    query_id: str
+    query: str
+    category: Category
+    gold: list[GoldSpan]
+
+    _line: int = PrivateAttr(default=0)
+
+    @property
+    def line(self) -> int:
+        """1-based line in the judgments file (0 when built in code)."""
+        return self._line
+
+    @field_validator("query_id")
+    @classmethod
+    def _query_id_shape(cls, query_id: str) -> str:
+        if not QUERY_ID.match(query_id):
+            raise ValueError(
+                "query_id must start with a letter or digit and hold only letters, digits, '.', '_', ':' or '-' "
+                "(it is written into TREC files, which split on whitespace)"
+            )
+        return query_id
+
+    @field_validator("query")
+    @classmethod
+    def _query_not_empty(cls, query: str) -> str:
+        if not query.strip():
+            raise ValueError("query is empty")
+        return query
+
+    @field_validator("category", mode="before")
+    @classmethod
+    def _category_from_str(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return Category(value)
+            except ValueError:
+                allowed = ", ".join(c.value for c in Category)
+                raise ValueError(f"unknown category; use one of: {allowed}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _gold_matches_category(self) -> Judgment:
+        if self.category is Category.NO_ANSWER and self.gold:
+            raise ValueError("a no_answer judgment must have an empty gold list")
+        if self.category is not Category.NO_ANSWER and not self.gold:
+            raise ValueError(f"a {self.category.value} judgment needs at least one gold quote")
+        return self
+
+    def to_json(self) -> str:
+        """Canonical one-line JSON (sorted keys), in the form judgments.jsonl is written.
+
+        A gold span's unset field (``quote`` of a whole-document span,
+        ``whole_document`` of a quote) is left out, as a person would write it.
+        """
+        record = self.model_dump(mode="json")
+        record["gold"] = [g.model_dump(mode="json", exclude_defaults=True) for g in self.gold]
+        return json.dumps(record, sort_keys=True, ensure_ascii=False)
+
+
+_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+def parse_judgment(path: Path, line_number: int, line: str) -> Judgment:
+    """Parse and validate one JSONL line."""
+    try:
+        # Strict: a key written twice, a lone surrogate, NaN or a number beyond range is an error, not a value.
+        raw = loads_line(line)
+    except JSONLineError as exc:
+        raise JudgmentsError(
+            path,
+            exc.problem,
+            fix="each non-blank line must be one JSON object (each key once, finite numbers, valid Unicode)",
+            line=line_number,
+        ) from None
+    if not isinstance(raw, dict):
+        raise JudgmentsError(
+            path,
+            f"expected a JSON object, got a JSON {_JSON_KINDS.get(type(raw), type(raw).__name__)}",
+            fix='write one object per line: {"query_id": ..., "query": ..., "category": ..., "gold": [...]}',
+            line=line_number,
+        )
+    try:
+        judgment = Judgment.model_validate(raw)
+    except ValidationError as exc:
+        key, problem = describe(exc)
+        raise JudgmentsError(path, f"{problem}", key=key or None, line=line_number, fix=_fix_for(key)) from None
+    judgment._line = line_number
+    return judgment
+
+
+def _fix_for(key: str) -> str:
+    if key.startswith("gold"):
+        return (
+            'gold is a list of {"document": "<corpus-relative path>", "quote": "<verbatim text>"} '
+            '(or {"document": ..., "whole_document": true})'
+        )
+    return "fields are query_id, query, category and gold; see evals/README.md"
+
+
+def load_judgments(path: str | Path) -> list[Judgment]:
+    """Load and validate a judgments file.
+
+    Raises:
+        JudgmentsError: naming the line of the first problem.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise JudgmentsError(path, "judgments file does not exist", fix="check corpus.judgments in params.yaml")
+    text = decode_utf8_lf(path, path.read_bytes(), error=JudgmentsError, hashed_as="judgments_hash")
+    judgments: list[Judgment] = []
+    first_line: dict[str, int] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        judgment = parse_judgment(path, number, line)
+        if judgment.query_id in first_line:
+            raise JudgmentsError(
+                path,
+                f"duplicate query_id {judgment.query_id!r} (first used on line {first_line[judgment.query_id]})",
+                fix="give every judgment its own query_id",
+                line=number,
+            )
+        if judgments and judgment.query_id < judgments[-1].query_id:
+            raise JudgmentsError(
+                path,
+                f"query_id {judgment.query_id!r} comes after {judgments[-1].query_id!r} "
+                f"(line {judgments[-1].line}); ids must be in ascending order",
+                fix="keep the file sorted by query_id (plain string order); groundkit never re-sorts it",
+                line=number,
+            )
+        first_line[judgment.query_id] = number
+        judgments.append(judgment)
+    if not judgments:
+        raise JudgmentsError(
+            path, "holds no judgments (the file is empty or blank)", fix="add one JSON object per line"
+        )
+    return judgments

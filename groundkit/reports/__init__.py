@@ -1,0 +1,1 @@
+"""Reports over finished runs: compare two of them, plot a sweep."""

@@ -1,0 +1,1 @@
+"""Measures and the scoring of a run against the gold spans."""

@@ -1,0 +1,213 @@
+"""`groundkit import-beir`: the files it writes, byte for byte, and one clear error per bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from groundkit._outputs import OutputError
+from groundkit.cli import main
+from groundkit.corpus.beir import import_beir
+from groundkit.corpus.documents import load_corpus
+from groundkit.corpus.judgments import load_judgments
+from groundkit.errors import DatasetError
+from tests.bad_inputs import BEIR_CASES
+from tests.dvc_helpers import env
+
+CORPUS = [
+    {"_id": "d1", "title": "Snapshot isolation", "text": "Readers see a consistent view.", "metadata": {}},
+    {"_id": "d2", "title": "", "text": "Backups run hourly.\r\nThey keep 30 days."},
+    {"_id": "d3", "title": "Replicas", "text": "A lagging replica receives a snapshot."},
+    {"_id": "d4", "title": "Unjudged", "text": "Nothing asks for this one."},
+]
+QUERIES = [
+    {"_id": "q2", "text": "how often do backups run"},
+    {"_id": "q10", "text": "snapshot for replicas and readers"},
+    {"_id": "q3", "text": "a query without relevant documents"},
+]
+QRELS = ["query-id\tcorpus-id\tscore", "q2\td2\t1", "q10\td3\t2", "q10\td1\t1", "q3\td4\t0"]
+
+
+def write_dataset(root: Path, corpus=CORPUS, queries=QUERIES, qrels=QRELS) -> Path:
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in corpus), encoding="utf-8")
+    (root / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in queries), encoding="utf-8")
+    (root / "qrels" / "test.tsv").write_text("\n".join(qrels) + "\n", encoding="utf-8")
+    return root
+
+
+def digest(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_writes_documents_judgments_and_manifest(tmp_path):
+    source = write_dataset(tmp_path / "beir")
+    manifest = import_beir(source, tmp_path / "out")
+    out = tmp_path / "out"
+    assert sorted(p.name for p in (out / "corpus").iterdir()) == ["d1.txt", "d2.txt", "d3.txt", "d4.txt"]
+    assert (out / "corpus" / "d1.txt").read_bytes() == b"Snapshot isolation\n\nReaders see a consistent view.\n"
+    # No title: text only. CRLF becomes LF, so the document passes load_corpus.
+    assert (out / "corpus" / "d2.txt").read_bytes() == b"Backups run hourly.\nThey keep 30 days.\n"
+    assert [d.path for d in load_corpus(out / "corpus")] == ["d1.txt", "d2.txt", "d3.txt", "d4.txt"]
+
+    lines = (out / "judgments.jsonl").read_text(encoding="utf-8").splitlines()
+    # Plain string order ("q10" < "q2"), as load_judgments requires; q3 has only a score-0 qrel.
+    assert [json.loads(line) for line in lines] == [
+        {"category": "factoid", "query": "snapshot for replicas and readers", "query_id": "q10",
+         "gold": [{"document": "d1.txt", "whole_document": True}, {"document": "d3.txt", "whole_document": True}]},
+        {"category": "factoid", "query": "how often do backups run", "query_id": "q2",
+         "gold": [{"document": "d2.txt", "whole_document": True}]},
+    ]
+    assert [j.query_id for j in load_judgments(out / "judgments.jsonl")] == ["q10", "q2"]
+    assert manifest == json.loads((out / "beir-import.json").read_text())
+    assert {k: manifest[k] for k in ("documents", "documents_with_cr", "judgments", "relevant_pairs",
+                                      "qrels_nonpositive", "max_score", "queries_without_relevant")} == {
+        "documents": 4, "documents_with_cr": 1, "judgments": 2, "relevant_pairs": 3,
+        "qrels_nonpositive": 1, "max_score": 2, "queries_without_relevant": 1}
+    assert manifest["sources"]["corpus.jsonl"] == hashlib.sha256((source / "corpus.jsonl").read_bytes()).hexdigest()
+
+
+def test_output_is_byte_identical_across_runs_and_replaces_an_earlier_import(tmp_path):
+    source = write_dataset(tmp_path / "beir")
+    import_beir(source, tmp_path / "a")
+    import_beir(source, tmp_path / "b")
+    assert digest(tmp_path / "a") == digest(tmp_path / "b")
+    (tmp_path / "a" / "corpus" / "stale.txt").write_text("left over\n")
+    with pytest.raises(OutputError, match="earlier `groundkit import-beir`"):
+        import_beir(source, tmp_path / "a")
+    assert (tmp_path / "a" / "corpus" / "stale.txt").is_file()
+    import_beir(source, tmp_path / "a", force=True)
+    assert digest(tmp_path / "a") == digest(tmp_path / "b")
+
+
+def test_refuses_to_replace_a_folder_it_did_not_write(tmp_path):
+    source = write_dataset(tmp_path / "beir")
+    (tmp_path / "precious").mkdir()
+    (tmp_path / "precious" / "notes.md").write_text("keep me\n")
+    with pytest.raises(OutputError, match="was not written by groundkit"):
+        import_beir(source, tmp_path / "precious")
+    assert [p.name for p in (tmp_path / "precious").iterdir()] == ["notes.md"]
+    assert (tmp_path / "precious" / "notes.md").read_text() == "keep me\n"
+
+
+BAD = {
+    # case: (file to damage, how, expected location, expected message)
+    "bad json": ("corpus.jsonl", lambda lines: [*lines[:1], '{"_id": "d2", ', *lines[2:]], "corpus.jsonl:2",
+                 "invalid JSON"),
+    "not an object": ("queries.jsonl", lambda lines: [*lines[:2], "[1, 2]"], "queries.jsonl:3",
+                      "expected a JSON object"),
+    "missing text": ("corpus.jsonl", lambda lines: [*lines, '{"_id": "d9", "title": "t"}'], "corpus.jsonl:5",
+                     "field 'text' is missing"),
+    "numeric id": ("corpus.jsonl", lambda lines: [*lines, '{"_id": 9, "text": "t"}'], "corpus.jsonl:5",
+                   "must be a string"),
+    "unsafe id": ("corpus.jsonl", lambda lines: [*lines, '{"_id": "../x", "text": "t"}'], "corpus.jsonl:5",
+                  "unsafe as a file name"),
+    "id with slash": ("corpus.jsonl", lambda lines: [*lines, '{"_id": "a/b", "text": "t"}'], "corpus.jsonl:5",
+                      "unsafe as a file name"),
+    "case collision": ("corpus.jsonl", lambda lines: [*lines, '{"_id": "D1", "text": "t"}'], "corpus.jsonl:5",
+                       "differ only by case"),
+    "duplicate doc": ("corpus.jsonl", lambda lines: [*lines, '{"_id": "d1", "text": "t"}'], "corpus.jsonl:5",
+                      "duplicate document id 'd1' (first on line 1)"),
+    "nul": ("corpus.jsonl", lambda lines: [*lines, '{"_id": "d9", "text": "a\\u0000b"}'], "corpus.jsonl:5",
+            "NUL"),
+    "empty document": ("corpus.jsonl", lambda lines: [*lines, '{"_id": "d9", "title": " ", "text": ""}'],
+                       "corpus.jsonl:5", "neither title nor text"),
+    "unknown doc": ("qrels/test.tsv", lambda lines: [*lines, "q2\td7\t1"], "test.tsv:6",
+                    "document 'd7', which is not in corpus.jsonl"),
+    "unknown query": ("qrels/test.tsv", lambda lines: [*lines, "q7\td1\t1"], "test.tsv:6",
+                      "query 'q7', which is not in queries.jsonl"),
+    "bad header": ("qrels/test.tsv", lambda lines: ["qid\tdocid\trel", *lines[1:]], "test.tsv:1", "header"),
+    "bad score": ("qrels/test.tsv", lambda lines: [*lines, "q2\td1\thigh"], "test.tsv:6", "not an integer"),
+    "two fields": ("qrels/test.tsv", lambda lines: [*lines, "q2 d1 1"], "test.tsv:6", "3 tab-separated fields"),
+    "duplicate qrel": ("qrels/test.tsv", lambda lines: [*lines, "q2\td2\t1"], "test.tsv:6",
+                       "twice (first on line 2)"),
+    "empty judged query": ("queries.jsonl", lambda lines: [lines[0].replace("how often do backups run", " "),
+                                                           *lines[1:]], "queries.jsonl:1", "cannot become a judgment"),
+    "invalid utf-8": ("queries.jsonl", None, "queries.jsonl:2", "not valid UTF-8"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_names_file_and_line_and_writes_nothing(tmp_path, case):
+    source = write_dataset(tmp_path / "beir")
+    name, damage, where, what = BAD[case]
+    path = source / name
+    if damage is None:
+        path.write_bytes(path.read_bytes().replace(b"snapshot for", b"snapsh\xf6t for"))
+    else:
+        path.write_text("\n".join(damage(path.read_text(encoding="utf-8").splitlines())) + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as caught:
+        import_beir(source, tmp_path / "out")
+    message = str(caught.value)
+    assert where in message and what in message and "fix:" in message
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["beir"]  # no temporary folder left behind
+
+
+def test_missing_file_is_named(tmp_path):
+    source = write_dataset(tmp_path / "beir")
+    (source / "qrels" / "test.tsv").unlink()
+    with pytest.raises(DatasetError, match=r"qrels/test\.tsv: is missing"):
+        import_beir(source, tmp_path / "out")
+
+
+def test_query_id_unfit_for_trec_files_is_refused(tmp_path):
+    queries = [{"_id": "q 2", "text": "how often do backups run"}, *QUERIES[1:]]
+    source = write_dataset(tmp_path / "beir", queries=queries, qrels=[QRELS[0], "q 2\td2\t1"])
+    with pytest.raises(DatasetError, match=r"queries\.jsonl:1: query 'q 2' cannot become a judgment: query_id"):
+        import_beir(source, tmp_path / "out")
+
+
+def test_drop_empty_leaves_out_empty_documents_unless_judged(tmp_path):
+    corpus = [*CORPUS, {"_id": "d9", "title": "", "text": "  "}]
+    import_beir(write_dataset(tmp_path / "a", corpus=corpus), tmp_path / "out", drop_empty=True)
+    assert not (tmp_path / "out" / "corpus" / "d9.txt").exists()
+    assert json.loads((tmp_path / "out" / "beir-import.json").read_text())["documents_dropped_empty"] == ["d9"]
+    judged = write_dataset(tmp_path / "b", corpus=corpus, qrels=[*QRELS, "q2\td9\t1"])
+    with pytest.raises(DatasetError, match=r"test\.tsv:6: marks document 'd9' relevant, but it is empty"):
+        import_beir(judged, tmp_path / "out2", drop_empty=True)
+
+
+def test_cli_prints_a_summary_and_no_progress_bar_off_a_terminal(tmp_path):
+    source = write_dataset(tmp_path / "beir")
+    result = subprocess.run(["groundkit", "import-beir", str(source), "--out", str(tmp_path / "out")],
+                            capture_output=True, text=True, env=env(), check=False)
+    assert result.returncode == 0
+    assert result.stdout.startswith("4 documents, 2 judgments (3 relevant documents) written to ")
+    # stderr is a pipe here: only the note about graded qrels, no progress bar.
+    assert result.stderr == "note: qrels are graded (up to 2); groundkit treats every score > 0 as relevant\n"
+    bad = subprocess.run(["groundkit", "import-beir", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o2")],
+                         capture_output=True, text=True, env=env(), check=False)
+    assert bad.returncode == 1 and bad.stderr.startswith("error: ") and "is not a directory" in bad.stderr
+
+
+def test_imported_dataset_runs_and_every_chunk_of_a_relevant_document_is_gold(tmp_path):
+    from groundkit.config import load_params
+    from groundkit.pipeline.runner import run
+
+    import_beir(write_dataset(tmp_path / "beir"), tmp_path / "imp")
+    params = load_params(None, ["chunk.size=12", "audit.max_trivial_share=1.0"])
+    run(tmp_path / "imp" / "corpus", tmp_path / "imp" / "judgments.jsonl", params, tmp_path / "run")
+    chunks = [json.loads(line) for line in (tmp_path / "run" / "chunks.jsonl").read_text().splitlines()]
+    qrels = (tmp_path / "run" / "qrels.trec").read_text().splitlines()
+    expected = [f"q10 0 {c['chunk_id']} 1" for c in chunks if c["document"] in ("d1.txt", "d3.txt")]
+    expected += [f"q2 0 {c['chunk_id']} 1" for c in chunks if c["document"] == "d2.txt"]
+    assert len(expected) > 3  # the documents really were split into several chunks
+    assert sorted(qrels) == sorted(expected)
+
+
+@pytest.mark.parametrize("name", sorted(BEIR_CASES))
+def test_unusual_json_is_one_message_through_import_beir(tmp_path, capsys, name):
+    case = BEIR_CASES[name]
+    source = write_dataset(tmp_path / "beir")
+    case.damage(source)
+    assert main(["import-beir", str(source), "--out", str(tmp_path / "out")]) == 1
+    stderr = capsys.readouterr().err
+    assert stderr.startswith("error: ") and stderr.count("error: ") == 1, stderr
+    assert case.where in stderr and case.what in stderr and "fix:" in stderr and "Traceback" not in stderr, stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["beir"]  # no --out, no temporary folder

@@ -1,0 +1,125 @@
+"""Which entries of a corpus root are documents: regular files only, and links to them inside the root."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from groundkit.corpus.documents import corpus_hash, load_corpus
+from groundkit.errors import CorpusError
+
+# /dev/null's numbers: should a regression open the device, it reads nothing and fails fast instead of
+# reading /dev/zero until memory runs out; the loader must refuse it from its metadata alone either way.
+NULL_DEVICE = os.makedev(1, 3)
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "notes.md").write_text("Snapshots are taken hourly.\n", encoding="utf-8")
+    return root
+
+
+@contextmanager
+def fifo(path: Path) -> Iterator[None]:
+    """A FIFO with a writer that closes at once, so code that wrongly opens it reads EOF instead of hanging."""
+    os.mkfifo(path)
+    writer = threading.Thread(target=lambda: os.close(os.open(path, os.O_WRONLY)), daemon=True)
+    writer.start()
+    try:
+        yield
+    finally:
+        # The writer's open waits for a reader; be that reader if the code under test never was.
+        release = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        writer.join()
+        os.close(release)
+
+
+def refusal(root: Path, load=load_corpus) -> str:
+    with pytest.raises(CorpusError) as info:
+        load(root)
+    message = str(info.value)
+    assert "\n  fix: " in message, message
+    return message
+
+
+@pytest.mark.parametrize("load", [load_corpus, corpus_hash])
+def test_a_fifo_is_refused_without_being_opened(corpus, load):
+    with fifo(corpus / "pipe.md"):
+        message = refusal(corpus, load)
+    assert message.startswith(f"{corpus / 'pipe.md'}: is a FIFO (named pipe: reading it waits for a writer"), message
+    assert message.endswith("only regular files (and symlinks to them inside the corpus root) are documents\n"
+                            "  fix: remove it or move it out of the corpus root"), message
+
+
+def test_a_character_device_is_refused(corpus):
+    os.mknod(corpus / "zero.md", stat.S_IFCHR | 0o644, NULL_DEVICE)
+    message = refusal(corpus)
+    assert message.startswith(f"{corpus / 'zero.md'}: is a character device"), message
+
+
+def test_a_block_device_is_refused(corpus):
+    os.mknod(corpus / "disk.md", stat.S_IFBLK | 0o644, os.makedev(240, 0))  # no driver behind these numbers
+    assert refusal(corpus).startswith(f"{corpus / 'disk.md'}: is a block device")
+
+
+def test_a_socket_is_refused(corpus, monkeypatch):
+    monkeypatch.chdir(corpus)  # a relative name keeps the socket path under the 108-byte limit
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind("sock.md")
+    assert refusal(corpus).startswith(f"{corpus / 'sock.md'}: is a socket")
+
+
+def test_a_symlink_loop_names_both_links(corpus):
+    os.symlink("b.md", corpus / "a.md")
+    os.symlink("a.md", corpus / "b.md")
+    message = refusal(corpus)
+    assert message.startswith(f"{corpus}: holds 2 entries that are not documents: a.md is a symlink loop"), message
+    assert "; b.md is a symlink loop" in message
+
+
+def test_a_broken_symlink_names_its_target(corpus):
+    os.symlink("gone.md", corpus / "dangling.md")
+    assert refusal(corpus).startswith(f"{corpus / 'dangling.md'}: is a broken symlink (its target gone.md does "
+                                      "not exist)")
+
+
+def test_a_symlink_to_a_fifo_is_refused(corpus):
+    with fifo(corpus / "pipe"):
+        os.symlink("pipe", corpus / "linked.md")
+        message = refusal(corpus)
+    assert "linked.md is a symlink to a FIFO" in message and "pipe is a FIFO" in message
+
+
+def test_every_refused_entry_is_named_in_one_error(corpus):
+    (corpus / "sub").mkdir()
+    os.mknod(corpus / "sub" / "null.md", stat.S_IFCHR | 0o644, NULL_DEVICE)
+    os.symlink("gone.md", corpus / "dangling.md")
+    outside = corpus.parent / "outside.md"
+    outside.write_text("Outside.\n", encoding="utf-8")
+    os.symlink(outside, corpus / "out.md")
+    with fifo(corpus / "pipe.md"):
+        message = refusal(corpus)
+    assert message.startswith(f"{corpus}: holds 4 entries that are not documents: dangling.md is a broken symlink")
+    for part in ("out.md is a symlink pointing outside the corpus root", "pipe.md is a FIFO",
+                 "sub/null.md is a character device",
+                 "fix: dangling.md: remove the link, or point it at a regular file inside the corpus root; "
+                 "out.md: copy the file into the corpus or remove the link; "
+                 "pipe.md, sub/null.md: remove it or move it out of the corpus root"):
+        assert part in message, message
+
+
+def test_hidden_entries_and_links_to_documents_inside_the_root_are_fine(corpus):
+    os.symlink("notes.md", corpus / "alias.md")
+    with fifo(corpus / ".pipe"):
+        documents = load_corpus(corpus)
+    assert [(d.path, d.text) for d in documents] == [("alias.md", "Snapshots are taken hourly.\n"),
+                                                     ("notes.md", "Snapshots are taken hourly.\n")]

@@ -1,0 +1,140 @@
+"""`groundkit sweep-plot`: rows from `dvc exp show --json`, one per comparable experiment, sorted by the params."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from groundkit.reports.sweep import SweepError, experiment_rows
+from tests.bad_inputs import CORPUS, JUDGMENTS, PARAMS
+from tests.conftest import write_tiny_corpus
+from tests.dvc_helpers import clone_working_tree, run
+
+SAME = {"judgments_hash": "j" * 64, "corpus_hash": "c" * 64}
+
+
+def _entry(rev: str, name: str | None, size: int, ndcg: float, **extra) -> dict:
+    return {
+        "rev": rev,
+        "name": name,
+        "data": {
+            "params": {"params.yaml": {"data": {"chunk": {"size": size, "overlap": 0}}}},
+            "metrics": {"metrics/metrics.json": {"data": {"answerable": {"ndcg@10": ndcg, "queries": 144}}}},
+        },
+        **extra,
+    }
+
+
+def _experiment(revision: dict, state: str | None = None) -> dict:
+    """An experiment as `dvc exp show --json` lists it; the queue sets ``executor``, `dvc exp run` leaves it null."""
+    return {"revs": [revision], "name": revision["name"], "executor": {"state": state} if state else None}
+
+
+# Shaped like real `dvc exp show --json` output (DVC 3.67): a queued entry has no metrics, a failed
+# one carries an error and the commit's own metrics (its stash commit holds the committed metrics/).
+SHOWN = [
+    {"rev": "workspace", "name": None, "data": {}},
+    {
+        **_entry("a" * 40, "main", 800, 0.52),
+        "experiments": [
+            _experiment(_entry("b" * 40, "big", 2000, 0.63), "success"),
+            _experiment(_entry("c" * 40, "small", 200, 0.31)),
+            _experiment({"rev": "d" * 40, "name": "queued-one", "data": {}}, "queued"),
+            _experiment(_entry("e" * 40, "broken", 0, 0.52, error={"msg": "Experiment run failed", "type": ""}),
+                        "failed"),
+            _experiment(_entry("f" * 40, "fewer-judgments", 800, 0.55), "success"),
+            _experiment(_entry("1" * 40, "grown-corpus", 800, 0.49)),
+            _experiment(_entry("2" * 40, "rerun", 800, 0.52), "success"),
+            _experiment(_entry("3" * 40, "unscored", 600, 0.40)),
+            _experiment(_entry("b" * 40, "big-again", 2000, 0.63)),
+        ],
+    },
+]
+RUN_JSON = {
+    "a" * 40: SAME, "b" * 40: SAME, "c" * 40: SAME, "e" * 40: SAME, "2" * 40: SAME,
+    "f" * 40: {**SAME, "judgments_hash": "k" * 64},
+    "1" * 40: {**SAME, "corpus_hash": "d" * 64},
+}
+
+
+def _reader(rev: str) -> dict | str:
+    return RUN_JSON.get(rev, "no metrics/run.json in its commit")
+
+
+def test_rows_are_one_per_comparable_experiment_sorted_by_the_parameter():
+    sweep = experiment_rows(SHOWN, ["chunk.size"], _reader)
+    assert [(r["experiment"], r["chunk.size"], r["ndcg@10"]) for r in sweep.rows] == [
+        ("small", 200, 0.31), ("main", 800, 0.52), ("big", 2000, 0.63)]
+    assert sweep.left_out == [
+        ("queued-one", "queued, not run yet"),
+        ("broken", "failed; the metrics DVC shows for it are the commit's own"),
+        ("fewer-judgments", "scored on other judgments (judgments_hash kkkkkkkkkkkk, the baseline's jjjjjjjjjjjj)"),
+        ("grown-corpus", "scored on another corpus (corpus_hash dddddddddddd, the baseline's cccccccccccc)"),
+        ("rerun", "repeats main (same params.yaml and metrics)"),
+        ("unscored", "no metrics/run.json in its commit"),
+        ("big-again", "the same commit as big"),
+    ]
+
+
+def test_a_commit_without_run_json_cannot_anchor_a_sweep():
+    with pytest.raises(SweepError, match=r"main:metrics/run\.json: cannot be used"):
+        experiment_rows(SHOWN, ["chunk.size"], lambda rev: "no metrics/run.json in its commit")
+
+
+def test_unknown_parameter_is_named():
+    with pytest.raises(SweepError, match=r"chunk\.sise"):
+        experiment_rows(SHOWN, ["chunk.sise"], _reader)
+
+
+@pytest.fixture(scope="module")
+def sweep_repo(tmp_path_factory) -> Path:
+    """The tiny corpus committed with its results, and experiments DVC runs over it.
+
+    ``small`` changes the chunk size; ``fewer`` scores a second judgments file (the no_answer
+    judgment dropped), ``grown`` a corpus with one more document; ``rerun`` repeats the commit's own
+    parameters, the way a grid that contains them does; ``pending`` is queued and never run.
+    """
+    repo = clone_working_tree(tmp_path_factory.mktemp("sweep") / "repo")
+    shutil.rmtree(repo / CORPUS)
+    write_tiny_corpus(repo / CORPUS, repo / JUDGMENTS)
+    lines = (repo / JUDGMENTS).read_text(encoding="utf-8").splitlines()
+    (repo / "evals" / "judgments_fewer.jsonl").write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")
+    shutil.copytree(repo / CORPUS, repo / "evals" / "corpus_grown")
+    (repo / "evals" / "corpus_grown" / "compaction.md").write_text(
+        "Compaction merges sorted runs and drops tombstones.\n", encoding="utf-8")
+    params = yaml.safe_load((repo / PARAMS).read_text(encoding="utf-8"))
+    params["audit"]["max_trivial_share"] = 1.0  # three documents: every judgment is trivially easy
+    (repo / PARAMS).write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    run(["dvc", "repro", "-q"], repo)
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-q", "-m", "tiny corpus and its results"], repo)
+    experiments = {"small": "chunk.size=60", "fewer": "corpus.judgments=evals/judgments_fewer.jsonl",
+                   "grown": "corpus.root=evals/corpus_grown", "rerun": f"chunk.size={params['chunk']['size']}"}
+    for name, override in experiments.items():
+        run(["dvc", "exp", "run", "-q", "-S", override, "-n", name], repo)
+        run(["git", "checkout", "--", "."], repo)  # the next experiment starts from the commit, not from this one
+    run(["dvc", "exp", "run", "--queue", "-S", "chunk.size=90", "-n", "pending"], repo)
+    return repo
+
+
+def test_sweep_plot_keeps_comparable_experiments_once_and_says_what_it_left_out(sweep_repo):
+    out = sweep_repo / "build" / "sweep.csv"
+    result = run(["groundkit", "sweep-plot", "--param", "chunk.size", "--metric", "ndcg@10", "--out", str(out)],
+                 sweep_repo)
+    table = [line.split(" | ")[0].strip("| ") for line in result.stdout.splitlines()[2:]]
+    assert table == ["small", "main"]  # chunk.size 60, then the committed 800; main only once
+    assert out.read_text(encoding="utf-8").splitlines()[0] == "experiment,chunk.size,ndcg@10"
+    lines = result.stderr.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("left out 4 "))
+    left_out = dict(line.strip().split(": ", 1) for line in lines[start + 1:start + 5])
+    assert left_out["fewer"].startswith("scored on other judgments (judgments_hash ")
+    assert left_out["grown"].startswith("scored on another corpus (corpus_hash ")
+    assert left_out["rerun"] == "repeats main (same params.yaml and metrics)"
+    assert left_out["pending"] == "queued, not run yet"
+    hashes = json.loads((sweep_repo / "metrics" / "run.json").read_text(encoding="utf-8"))
+    assert f"the baseline's {hashes['judgments_hash'][:12]})" in left_out["fewer"]
+    assert f"the baseline's {hashes['corpus_hash'][:12]})" in left_out["grown"]

@@ -1,0 +1,107 @@
+"""score_rankings and StageResult: per-query metrics, aggregation and abstention, worked by hand."""
+
+import pytest
+
+from groundkit.corpus.judgments import Category
+from groundkit.corpus.passage import Chunk
+from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
+from groundkit.scoring.score import score_rankings
+
+TEXT = "alpha beta gamma delta epsilon"
+CHUNKS = [
+    Chunk(document="a.md", start_offset=s, end_offset=e, text=TEXT[s:e]) for s, e in [(0, 10), (11, 22), (23, 30)]
+]
+A, B, C = (c.chunk_id for c in CHUNKS)
+
+
+def resolved(qid: str, category: str, spans: list[tuple[int, int]]) -> ResolvedJudgment:
+    return ResolvedJudgment(
+        query_id=qid, query=qid, category=Category(category),
+        spans=[ResolvedSpan(document="a.md", quote=TEXT[s:e], start=s, end=e) for s, e in spans],
+    )
+
+
+def test_hand_worked_run():
+    judgments = [
+        resolved("q1", "factoid", [(6, 10)]),          # "beta": chunk A only
+        resolved("q2", "boundary", [(6, 16)]),         # "beta gamma": straddles A and B
+        resolved("q3", "factoid", [(23, 30)]),         # "epsilon": chunk C, but nothing retrieved
+        resolved("q4", "no_answer", []),
+        resolved("q5", "no_answer", []),
+    ]
+    rankings = {"q1": [B, A], "q2": [B, C, A], "q3": [], "q4": [], "q5": [C]}
+    result, qrels = score_rankings(judgments, CHUNKS, rankings, [1, 3])
+    assert qrels == {"q1": {A}, "q2": {A, B}, "q3": {C}}
+    by_id = {q.query_id: q for q in result.queries}
+    assert by_id["q1"].first_gold_rank == 2 and by_id["q1"].metrics["mrr"] == 0.5
+    # q2: gold at ranks 1 and 3, two gold chunks: nDCG@3 = (1 + 1/log2(4)) / (1 + 1/log2(3)) = 1.5 / 1.63093
+    assert by_id["q2"].metrics["ndcg@3"] == pytest.approx(1.5 / 1.6309298, abs=1e-6)
+    assert by_id["q3"].metrics == {"recall@1": 0.0, "recall@3": 0.0, "mrr": 0.0, "ndcg@1": 0.0, "ndcg@3": 0.0,
+                                   "chars@1": 0.0, "chars@3": 0.0}
+    # q2 reads B (11 characters), C (7) and A (10)
+    assert (by_id["q2"].metrics["chars@1"], by_id["q2"].metrics["chars@3"]) == (11.0, 28.0)
+    assert result.no_answer_abstained_count == 1
+
+    summary = result.summary()
+    answerable = summary["answerable"]
+    assert answerable["queries"] == 3 and answerable["false_abstentions"] == 1
+    assert answerable["recall@1"] == pytest.approx(1 / 3)          # only q2 hits at rank 1
+    assert answerable["recall@3"] == pytest.approx(2 / 3)
+    assert answerable["mrr"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)
+    assert summary["no_answer"] == {"queries": 2, "abstained": 1, "abstention_rate": 0.5}
+    assert summary["by_category"]["factoid"]["queries"] == 2
+    assert summary["by_category"]["boundary"]["recall@1"] == 1.0
+    assert "lexical_gap" not in summary["by_category"]
+
+
+def test_per_query_csv_has_one_row_per_query():
+    judgments = [resolved("q1", "factoid", [(6, 10)]), resolved("q4", "no_answer", [])]
+    result, _ = score_rankings(judgments, CHUNKS, {"q1": [A], "q4": []}, [1])
+    assert result.per_query_csv().splitlines() == [
+        "query_id,query,category,retrieved,gold_chunks,first_gold_rank,abstained,recall@1,mrr,ndcg@1,chars@1",
+        "q1,q1,factoid,1,1,1,,1.000000,1.000000,1.000000,10.000000",
+        "q4,q4,no_answer,0,0,,1,,,,",
+    ]
+
+
+def test_budget_hit_rate_by_hand():
+    # q1's gold "beta" is A[6:10); the ranking is B (11 characters), then A.
+    judgments = [resolved("q1", "factoid", [(6, 10)])]
+    budgets = [11, 17, 18]
+    result, _ = score_rankings(judgments, CHUNKS, {"q1": [B, A]}, [1], budgets)
+    metrics = result.queries[0].metrics
+    # 11: B only. 17: B + A[0:6) ends just before "beta". 18: A[0:7) reaches its first character.
+    assert [metrics[f"recall@{b}chars"] for b in budgets] == [0.0, 0.0, 1.0]
+
+
+def test_hit_rate_curve_by_hand():
+    from groundkit.scoring.score import hit_rate_curve
+
+    judgments = [resolved("q1", "factoid", [(6, 10)]), resolved("q2", "factoid", [(23, 30)]),
+                 resolved("q4", "no_answer", [])]
+    result, _ = score_rankings(judgments, CHUNKS, {"q1": [B, A], "q2": [], "q4": [C]}, [1])
+    # q1 first hits at rank 2, q2 never: hit rate 0, then 1/2 from k = 2 on; no_answer is left out.
+    assert hit_rate_curve(result, 3) == [{"k": 1, "recall": 0.0}, {"k": 2, "recall": 0.5}, {"k": 3, "recall": 0.5}]
+
+
+def test_hit_rate_curve_at_the_deepest_depth_has_bounded_rows():
+    from groundkit.scoring.schema import QueryResult, StageResult
+    from groundkit.scoring.score import hit_rate_curve
+
+    def query(qid: str, first: int | None, category: str = "factoid") -> QueryResult:
+        return QueryResult(query_id=qid, query=qid, category=Category(category), retrieved=100_000,
+                           gold_chunks=1, first_gold_rank=first, metrics={})
+
+    # Four answerable queries first hit at ranks 1, 150, 1000 and 5000; one never; no_answer is left out.
+    result = StageResult(ks=[1], queries=[query("a", 1), query("b", 150), query("c", 1000), query("d", 5000),
+                                          query("e", None), query("f", None, "no_answer")])
+    curve = {row["k"]: row["recall"] for row in hit_rate_curve(result, 100_000)}
+    # Every k up to 100, then 20 per decade (R20: 112, 125, ..., 900, 1000, 1120, ...) and the depth itself.
+    assert len(curve) == 100 + 19 + 20 + 20 + 1
+    assert list(curve)[:100] == list(range(1, 101))
+    assert list(curve)[100:104] == [112, 125, 140, 160] and list(curve)[-3:] == [80_000, 90_000, 100_000]
+    assert (curve[1], curve[100], curve[140], curve[160], curve[900], curve[1000]) == (0.2, 0.2, 0.2, 0.4, 0.4, 0.6)
+    assert (curve[4500], curve[5000], curve[100_000]) == (0.6, 0.8, 0.8)
+    # A depth between two table entries ends on the depth: 150 gives 100, 112, 125, 140, 150.
+    assert [row["k"] for row in hit_rate_curve(result, 150)][99:] == [100, 112, 125, 140, 150]
+    assert [row["k"] for row in hit_rate_curve(result, 100)] == list(range(1, 101))

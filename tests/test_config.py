@@ -1,0 +1,120 @@
+import pytest
+
+from groundkit.config import load_params, validate_params
+from groundkit.errors import ParamsError
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "params.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_and_overrides(tmp_path):
+    params = load_params(write(tmp_path, "chunk:\n  size: 400\n"), ["bm25.k1=0.9", "score.ks=[1, 5]"])
+    assert (params.chunk.size, params.bm25.k1, params.score.ks, params.retrieve.depth) == (400, 0.9, [1, 5], 100)
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "fragment"),
+    [
+        ("chunk:\n  size: 0\n", "chunk.size", "greater than 0"),
+        ("chunk:\n  size: 100\n  overlap: 100\n", "chunk", "must be smaller than size"),
+        ("chunk:\n  strategy: semantic\n", "chunk.strategy", "Input should be"),
+        ("bm25:\n  k1: -1\n", "bm25.k1", "greater than or equal to 0"),
+        ("bm25:\n  b: 1.5\n", "bm25.b", "less than or equal to 1"),
+        ("score:\n  ks: []\n", "score.ks", "at least one cut-off"),
+        ("score:\n  ks: [1, 2.5]\n", "score.ks.1", "integer"),
+        ("retrieve:\n  depth: 5\n", "retrieve.depth", "smaller than the largest k"),
+        ("chunk:\n  sise: 400\n", "chunk.sise", "not a known field"),
+        ("chunkk:\n  size: 400\n", "chunkk", "not a known field"),
+        ("tokenize:\n  stemmer: klingon\n", "tokenize.stemmer", "unknown stemmer; use none or one of"),
+        ("tokenize:\n  stopwords: fr\n", "tokenize.stopwords", "Input should be 'none' or 'en'"),
+        ("tokenize:\n  lowercase: false\n", "tokenize.lowercase", "not a known field"),
+        ("retrieve:\n  retriever: splade\n", "retrieve.retriever", "unknown retriever"),
+        ("retrieve:\n  retriever: python:mymodule\n", "retrieve.retriever", "python:MODULE:FACTORY"),
+        ("retrieve:\n  retriever: external\n", "retrieve", "needs retrieve.run"),
+        ("dense:\n  batch_size: 0\n", "dense.batch_size", "greater than 0"),
+        ("hybrid:\n  rrf_k: -1\n", "hybrid.rrf_k", "greater than or equal to 0"),
+    ],
+)
+def test_bad_values_name_the_key(tmp_path, text, key, fragment):
+    with pytest.raises(ParamsError) as info:
+        load_params(write(tmp_path, text))
+    assert info.value.key == key
+    assert fragment in str(info.value)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    with pytest.raises(ParamsError) as info:
+        load_params(write(tmp_path, "chunk:\n  size: 400\n bad: [\n"))
+    assert info.value.line is not None
+
+
+def test_result_params_keep_only_what_the_retriever_reads():
+    bm25 = load_params(None).result_params()
+    assert sorted(bm25) == ["bm25", "chunk", "retrieve", "score", "tokenize"]
+    assert bm25["retrieve"] == {"depth": 100, "retriever": "bm25"}
+    dense = load_params(None, ["retrieve.retriever=dense"]).result_params()
+    assert sorted(dense) == ["chunk", "dense", "retrieve", "score"]
+    hybrid = load_params(None, ["retrieve.retriever=hybrid"]).result_params()
+    assert sorted(hybrid) == ["bm25", "chunk", "dense", "hybrid", "retrieve", "score", "tokenize"]
+    external = load_params(None, ["retrieve.retriever=external", "retrieve.run=/abs/run.jsonl"]).result_params()
+    assert external == {"retrieve": {"depth": 100, "retriever": "external"},
+                        "score": {"ks": [1, 3, 5, 10], "budgets": [500, 1000, 2000]}}
+    custom = load_params(None, ["retrieve.retriever=python:m:f", "retrieve.options={a: 1}"]).result_params()
+    assert custom["retrieve"]["options"] == {"a": 1}
+
+
+def test_depth_has_a_documented_bound():
+    assert load_params(None, ["retrieve.depth=100000"]).retrieve.depth == 100_000
+    with pytest.raises(ParamsError) as info:
+        load_params(None, ["retrieve.depth=100000001"])
+    assert info.value.key == "retrieve.depth"
+    assert "above 100,000" in info.value.problem and "at most 100000" in info.value.fix
+
+
+@pytest.mark.parametrize("key", ["corpus.root", "corpus.judgments", "retrieve.run"])
+@pytest.mark.parametrize(("value", "fragment"), [
+    ("evals/it's", "single quote"),
+    ("evals/two\nlines", "control character U+000A"),
+    ("evals/tab\there", "control character U+0009"),
+    ("evals/bell\x07", "control character U+0007"),
+])
+def test_path_params_refuse_what_single_quotes_cannot_carry(key, value, fragment):
+    section, name = key.split(".")
+    with pytest.raises(ParamsError) as info:
+        validate_params({section: {name: value}})
+    assert info.value.key == key
+    assert fragment in info.value.problem
+    assert key in info.value.fix
+
+
+def test_path_params_may_hold_what_the_shell_would_expand():
+    odd = "evals/my corpus $(touch PWNED) `id` $HOME; \\ \" * ?"
+    params = validate_params({"corpus": {"root": odd, "judgments": odd}, "retrieve": {"run": odd}})
+    assert (params.corpus.root, params.corpus.judgments, params.retrieve.run) == (odd, odd, odd)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key", "first"),
+    [
+        ("chunk:\n  size: 800\n  size: 400\n", 3, "chunk.size", 2),
+        ("chunk:\n  size: 400\nbm25:\n  k1: 1.0\nchunk:\n  overlap: 0\n", 5, "chunk", 1),
+        ("retrieve:\n  retriever: python:m:f\n  options:\n    top: 5\n    model: a\n    top: 6\n",
+         6, "retrieve.options.top", 4),
+        ("retrieve:\n  options: {layers: [{n: 1, n: 2}]}\n", 2, "retrieve.options.layers.0.n", 2),
+    ],
+)
+def test_a_key_written_twice_names_the_file_line_and_dotted_key(tmp_path, text, line, key, first):
+    path = write(tmp_path, text)
+    with pytest.raises(ParamsError) as info:
+        load_params(path)
+    assert (info.value.path, info.value.line, info.value.key) == (str(path), line, key)
+    assert f"duplicate key (first set on line {first})" in str(info.value)
+
+
+def test_a_merge_key_may_be_overridden_beside_it(tmp_path):
+    # `<<` copies defaults that the keys next to it are meant to replace: not a duplicate.
+    text = "retrieve:\n  retriever: python:m:f\n  options:\n    <<: {top: 5, model: a}\n    top: 6\n"
+    assert load_params(write(tmp_path, text)).retrieve.options == {"top": 6, "model": "a"}

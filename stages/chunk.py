@@ -8,7 +8,7 @@ import _own_tree  # noqa: F401  (first: groundkit must come from this tree)
 
 from groundkit._guard import guarded
 from groundkit.config import load_params
-from groundkit.pipeline import steps
+from groundkit.pipeline.steps import chunk as chunk_step
 
 
 def main(argv: list[str] | None) -> int:
@@ -19,7 +19,7 @@ def main(argv: list[str] | None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
     params = load_params(args.params, args.set)
-    chunks = steps.chunk(Path(args.documents), params.chunk, Path(args.out))
+    chunks = chunk_step.run(Path(args.documents), params.chunk, Path(args.out))
     print(f"chunk: {len(chunks)} chunks", file=sys.stderr)
     return 0
 

@@ -8,7 +8,7 @@ import _own_tree  # noqa: F401  (first: groundkit must come from this tree)
 
 from groundkit._guard import guarded
 from groundkit.config import load_params
-from groundkit.pipeline import steps
+from groundkit.pipeline.steps import embed as embed_step
 
 
 def main(argv: list[str] | None) -> int:
@@ -18,7 +18,7 @@ def main(argv: list[str] | None) -> int:
     parser.add_argument("--out", required=True, help="embeddings directory")
     args = parser.parse_args(argv)
     params = load_params(args.params)
-    manifest = steps.embed(Path(args.chunks), params, Path(args.out), progress=True)
+    manifest = embed_step.run(Path(args.chunks), params, Path(args.out), progress=True)
     if manifest["embedded"]:
         print(f"embed: {manifest['num_chunks']} chunks, dim {manifest['dim']}, {manifest['model_version']}",
               file=sys.stderr)

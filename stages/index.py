@@ -8,7 +8,7 @@ import _own_tree  # noqa: F401  (first: groundkit must come from this tree)
 
 from groundkit._guard import guarded
 from groundkit.config import load_params
-from groundkit.pipeline import steps
+from groundkit.pipeline.steps import index as index_step
 
 
 def main(argv: list[str] | None) -> int:
@@ -18,7 +18,7 @@ def main(argv: list[str] | None) -> int:
     parser.add_argument("--out", required=True, help="index directory")
     args = parser.parse_args(argv)
     params = load_params(args.params)
-    built = steps.index(Path(args.chunks), params.bm25, Path(args.out), tokenizer=params.tokenize)
+    built = index_step.run(Path(args.chunks), params.bm25, Path(args.out), tokenizer=params.tokenize)
     print(f"index: {built.num_chunks} chunks, {len(built.vocab)} terms", file=sys.stderr)
     return 0
 

@@ -8,7 +8,7 @@ import _own_tree  # noqa: F401  (first: groundkit must come from this tree)
 
 from groundkit._guard import guarded
 from groundkit.config import load_params
-from groundkit.pipeline import steps
+from groundkit.pipeline.steps import resolve_spans as resolve_spans_step
 
 
 def main(argv: list[str] | None) -> int:
@@ -20,7 +20,7 @@ def main(argv: list[str] | None) -> int:
     parser.add_argument("--spans-out", required=True)
     args = parser.parse_args(argv)
     load_params(args.params)
-    resolved = steps.resolve_spans(
+    resolved = resolve_spans_step.run(
         Path(args.corpus), Path(args.judgments), Path(args.documents_out), Path(args.spans_out)
     )
     spans = sum(len(r.spans) for r in resolved)

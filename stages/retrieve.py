@@ -8,7 +8,7 @@ import _own_tree  # noqa: F401  (first: groundkit must come from this tree)
 
 from groundkit._guard import guarded
 from groundkit.config import load_params
-from groundkit.pipeline import steps
+from groundkit.pipeline.steps import retrieve as retrieve_step
 
 
 def main(argv: list[str] | None) -> int:
@@ -27,7 +27,7 @@ def main(argv: list[str] | None) -> int:
     if params.retrieve.retriever == "external":
         # dvc.yaml passes ${retrieve.run}; the params model reads the same key, so they cannot disagree.
         params = load_params(args.params, [f"retrieve.run={args.run}"])
-    rankings = steps.retrieve(
+    rankings = retrieve_step.run(
         Path(args.chunks), Path(args.documents), Path(args.index), Path(args.embeddings), Path(args.spans), params,
         out_run=Path(args.out), out_passages=Path(args.passages_out),
     )

@@ -8,7 +8,7 @@ import _own_tree  # noqa: F401  (first: groundkit must come from this tree)
 
 from groundkit._guard import guarded
 from groundkit.config import load_params
-from groundkit.pipeline import steps
+from groundkit.pipeline.steps import score as score_step
 
 
 def main(argv: list[str] | None) -> int:
@@ -26,7 +26,7 @@ def main(argv: list[str] | None) -> int:
     parser.add_argument("--plots-out", required=True, help="directory for the plot data (CSV)")
     args = parser.parse_args(argv)
     params = load_params(args.params)
-    summary = steps.score(
+    summary = score_step.run(
         Path(args.spans),
         Path(args.chunks),
         Path(args.run),

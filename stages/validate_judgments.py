@@ -9,7 +9,7 @@ import _own_tree  # noqa: F401  (first: groundkit must come from this tree)
 from groundkit._guard import guarded
 from groundkit.config import load_params
 from groundkit.corpus.audit import render_table
-from groundkit.pipeline import steps
+from groundkit.pipeline.steps import validate_judgments as validate_judgments_step
 
 
 def main(argv: list[str] | None) -> int:
@@ -21,7 +21,7 @@ def main(argv: list[str] | None) -> int:
     parser.add_argument("--audit-out", required=True, help="corpus audit report (JSON)")
     args = parser.parse_args(argv)
     params = load_params(args.params)
-    report = steps.validate_judgments(
+    report = validate_judgments_step.run(
         Path(args.judgments), Path(args.corpus), params.audit, Path(args.out), Path(args.audit_out),
         tokenizer=params.tokenize,
     )

@@ -411,7 +411,7 @@ BEIR_CASES: dict[str, BeirCase] = {
 }
 
 
-# --- external run files, through `groundkit score-run` (tests/retrieval/test_external.py) -----------------------------------
+# --- external run files, through `groundkit score-run` (tests/retrieval/test_external.py) -----------------------
 # Each case is a whole run file for the tiny workspace. The message must name the run file and `line` (or only the
 # file when `line` is None) and contain `what`. Most cases follow one good line, so the bad one is line 2.
 

@@ -25,8 +25,8 @@ from groundkit._outputs import MARKER, SCRATCH_MARKER, OutputError
 from groundkit.artifacts import atomic_write_text
 from groundkit.corpus.beir import import_beir
 from groundkit.pipeline.runner import ARTIFACTS
-from tests.dvc_helpers import clone_working_tree, env
 from tests.corpus.test_beir import write_dataset
+from tests.dvc_helpers import clone_working_tree, env
 
 # The tiny corpus is trivially easy by design (three documents); the audit would reject it.
 LENIENT = ("--set", "audit.max_trivial_share=1.0")

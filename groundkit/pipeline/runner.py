@@ -14,7 +14,13 @@ from pathlib import Path
 
 from groundkit._outputs import output_folder
 from groundkit.config import Params
-from groundkit.pipeline import steps
+from groundkit.pipeline.steps import chunk as chunk_step
+from groundkit.pipeline.steps import embed as embed_step
+from groundkit.pipeline.steps import index as index_step
+from groundkit.pipeline.steps import resolve_spans as resolve_spans_step
+from groundkit.pipeline.steps import retrieve as retrieve_step
+from groundkit.pipeline.steps import score as score_step
+from groundkit.pipeline.steps import validate_judgments as validate_judgments_step
 
 ARTIFACTS = (
     "validation.json",
@@ -62,16 +68,16 @@ def run(
     if params.retrieve.retriever == "external":
         sources["the run file"] = params.retrieve.run
     with output_folder(out, command=command, artifacts=ARTIFACTS, inputs=sources, force=force) as work:
-        steps.validate_judgments(judgments, corpus, params.audit, work / "validation.json", work / "audit.json",
+        validate_judgments_step.run(judgments, corpus, params.audit, work / "validation.json", work / "audit.json",
                                     tokenizer=params.tokenize)
-        steps.resolve_spans(corpus, judgments, work / "documents.jsonl", work / "gold_spans.jsonl")
-        steps.chunk(work / "documents.jsonl", params.chunk, work / "chunks.jsonl")
-        steps.index(work / "chunks.jsonl", params.bm25, work / "index", tokenizer=params.tokenize)
-        steps.embed(work / "chunks.jsonl", params, work / "embeddings", progress=True)
-        steps.retrieve(work / "chunks.jsonl", work / "documents.jsonl", work / "index", work / "embeddings",
+        resolve_spans_step.run(corpus, judgments, work / "documents.jsonl", work / "gold_spans.jsonl")
+        chunk_step.run(work / "documents.jsonl", params.chunk, work / "chunks.jsonl")
+        index_step.run(work / "chunks.jsonl", params.bm25, work / "index", tokenizer=params.tokenize)
+        embed_step.run(work / "chunks.jsonl", params, work / "embeddings", progress=True)
+        retrieve_step.run(work / "chunks.jsonl", work / "documents.jsonl", work / "index", work / "embeddings",
                           work / "gold_spans.jsonl", params, out_run=work / "run.trec",
                           out_passages=work / "passages.jsonl")
-        summary = steps.score(
+        summary = score_step.run(
             work / "gold_spans.jsonl",
             work / "chunks.jsonl",
             work / "run.trec",

@@ -25,20 +25,21 @@ from groundkit import _progress
 from groundkit.artifacts import atomic_write_lines, model_line
 from groundkit.corpus.chunking import ChunkParams
 from groundkit.corpus.passage import Document
-from groundkit.pipeline import steps
+from groundkit.pipeline.steps import chunk as chunk_step, embed as embed_step
+from groundkit.pipeline.steps import index as index_step, retrieve as retrieve_step
 from groundkit.config import load_params
 
 _progress.DELAY_S = 0
 work = Path(sys.argv[1])
 documents = [Document(path=f"d{i}.md", text=f"alpha beta gamma {i} " * 40) for i in range(5)]
 atomic_write_lines(work / "documents.jsonl", (model_line(d) for d in documents), seal=True)
-steps.chunk(work / "documents.jsonl", ChunkParams(size=100), work / "chunks.jsonl")
+chunk_step.run(work / "documents.jsonl", ChunkParams(size=100), work / "chunks.jsonl")
 params = load_params(None, ["retrieve.depth=10"])
-steps.index(work / "chunks.jsonl", params.bm25, work / "index")
-steps.embed(work / "chunks.jsonl", params, work / "embeddings")
+index_step.run(work / "chunks.jsonl", params.bm25, work / "index")
+embed_step.run(work / "chunks.jsonl", params, work / "embeddings")
 atomic_write_lines(work / "spans.jsonl",
                    ['{"category": "factoid", "query": "alpha", "query_id": "q1", "spans": []}'], seal=True)
-steps.retrieve(work / "chunks.jsonl", work / "documents.jsonl", work / "index", work / "embeddings",
+retrieve_step.run(work / "chunks.jsonl", work / "documents.jsonl", work / "index", work / "embeddings",
                   work / "spans.jsonl", params, out_run=work / "run.trec", out_passages=work / "passages.jsonl")
 print("done")
 """

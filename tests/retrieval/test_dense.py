@@ -108,9 +108,9 @@ def test_bm25_pipeline_never_imports_torch(tiny_corpus, tmp_path):
     script = (
         "import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None\n"
         "from pathlib import Path\n"
-        "from groundkit.pipeline import steps\n"
+        "from groundkit.pipeline.steps import embed as embed_step\n"
         "from groundkit.config import load_params\n"
-        f"m = steps.embed(Path({str(chunks_file)!r}), load_params(None), Path({str(tmp_path / 'emb')!r}))\n"
+        f"m = embed_step.run(Path({str(chunks_file)!r}), load_params(None), Path({str(tmp_path / 'emb')!r}))\n"
         "assert not m['embedded']\n"
         "p = load_params(None, ['retrieve.retriever=dense'])\n"
         "from groundkit.retrieval.dense import Encoder\n"

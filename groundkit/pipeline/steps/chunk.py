@@ -1,0 +1,23 @@
+"""Step chunk: split the corpus snapshot into chunks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from groundkit.artifacts import atomic_write_lines, model_line, read_models
+from groundkit.corpus.chunking import chunk_documents
+from groundkit.corpus.passage import Document
+
+if TYPE_CHECKING:
+    from groundkit.config import ChunkParams
+    from groundkit.corpus.passage import Chunk
+
+
+
+def run(documents: Path, params: ChunkParams, out_chunks: Path) -> list[Chunk]:
+    """Chunk the validated corpus snapshot."""
+
+    chunks = chunk_documents(read_models(documents, Document, producer="resolve-spans"), params)
+    atomic_write_lines(out_chunks, (model_line(c) for c in chunks), seal=True)
+    return chunks

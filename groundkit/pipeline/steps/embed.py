@@ -1,0 +1,26 @@
+"""Step embed: the dense embeddings of the chunks, or a manifest saying none were needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from groundkit.artifacts import read_models
+from groundkit.corpus.passage import Chunk
+from groundkit.retrieval.dense import save_embeddings
+
+if TYPE_CHECKING:
+    from groundkit.config import Params
+
+
+
+def run(chunks: Path, params: Params, out_embeddings: Path, *, progress: bool = False) -> dict[str, object]:
+    """Embed the chunks when the retriever needs it; otherwise write a manifest saying none were needed.
+
+    The second case never imports torch, which is what keeps the default BM25
+    pipeline free of the dense extra.
+    """
+
+    chunk_list = read_models(chunks, Chunk, producer="chunk") if params.retrieve.needs_embeddings else []
+    dense = params.dense if params.retrieve.needs_embeddings else None
+    return save_embeddings(out_embeddings, chunk_list, dense, progress=progress)

@@ -1,0 +1,24 @@
+"""Step index: build the BM25 index over the chunks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from groundkit.artifacts import read_models
+from groundkit.corpus.passage import Chunk
+from groundkit.retrieval.bm25 import BM25Index
+
+if TYPE_CHECKING:
+    from groundkit.config import BM25Params, TokenizeParams
+
+
+
+def run(chunks: Path, params: BM25Params, out_index: Path, *, tokenizer: TokenizeParams | None = None) -> BM25Index:
+    """Build and save the BM25 index over the chunks; the manifest records the tokenizer."""
+
+    built = BM25Index.build(
+        read_models(chunks, Chunk, producer="chunk"), k1=params.k1, b=params.b, tokenizer=tokenizer
+    )
+    built.save(out_index)
+    return built

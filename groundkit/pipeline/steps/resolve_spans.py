@@ -1,0 +1,29 @@
+"""Step resolve-spans: snapshot the corpus and resolve every gold quote to a character span."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from groundkit.artifacts import atomic_write_lines, model_line
+from groundkit.corpus.documents import load_corpus
+from groundkit.corpus.judgments import load_judgments
+from groundkit.corpus.spans import resolve_judgments
+
+if TYPE_CHECKING:
+    from groundkit.corpus.spans import ResolvedJudgment
+
+
+
+def run(corpus_root: Path, judgments: Path, out_documents: Path, out_spans: Path) -> list[ResolvedJudgment]:
+    """Load the corpus and resolve every gold quote; write the corpus snapshot and the spans."""
+
+    documents = load_corpus(corpus_root)
+    loaded = load_judgments(judgments)
+    resolved = resolve_judgments(
+        loaded, {d.path: d for d in documents}, judgments_path=judgments, corpus_root=corpus_root
+    )
+    # Spans first: the documents snapshot is what unblocks chunking, so it is written last.
+    atomic_write_lines(out_spans, (model_line(r) for r in resolved), seal=True)
+    atomic_write_lines(out_documents, (model_line(d) for d in documents), seal=True)
+    return resolved

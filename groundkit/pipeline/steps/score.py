@@ -1,0 +1,104 @@
+"""Step score: qrels, metrics, per-query rows, plot data and run metadata."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from groundkit import __version__
+from groundkit.artifacts import (
+    atomic_directory,
+    atomic_write_lines,
+    atomic_write_text,
+    csv_text,
+    dumps_json,
+    file_sha256,
+    read_json,
+    read_models,
+)
+from groundkit.corpus.passage import Chunk
+from groundkit.corpus.spans import ResolvedJudgment
+from groundkit.errors import ArtifactError, RunFileError
+from groundkit.retrieval.trec import qrels_lines, read_run
+from groundkit.scoring.schema import ExternalRunFile, RunMetadata
+from groundkit.scoring.score import budget_curve, hit_rate_curve, score_passages, score_rankings
+
+if TYPE_CHECKING:
+    from groundkit.config import Params
+
+
+
+def run(
+    spans: Path,
+    chunks: Path,
+    run: Path,
+    passages: Path,
+    validation: Path,
+    params: Params,
+    *,
+    out_qrels: Path,
+    out_metrics: Path,
+    out_per_query: Path,
+    out_run_metadata: Path,
+    out_plots: Path,
+) -> dict[str, object]:
+    """Derive qrels, score the run, and write metrics.json, per-query rows, plot data and run metadata."""
+
+    judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
+    external = params.retrieve.retriever == "external"
+    # An external run ranks its own passages; every other retriever ranks the chunks.
+    items = read_models(passages if external else chunks, Chunk, producer="retrieve" if external else "chunk")
+    rankings = read_run(run, [j.query_id for j in judgments], {c.chunk_id for c in items})
+    for query_id, ranking in rankings.items():
+        if len(ranking) > params.retrieve.depth:
+            raise ArtifactError(run, f"query {query_id!r} has {len(ranking)} results, more than retrieve.depth",
+                                fix="re-run the retrieve stage")
+    inputs = read_json(validation, producer="validate-judgments")
+    external_run = _external_run_file(Path(params.retrieve.run)) if external else None
+    try:
+        metadata = RunMetadata(
+            corpus_hash=inputs["corpus_hash"],
+            judgments_hash=inputs["judgments_hash"],
+            params=params.result_params(),
+            groundkit_version=__version__,
+            external_run=external_run,
+        )
+    except (KeyError, TypeError, ValueError):
+        raise ArtifactError(validation, "lacks the input hashes", fix="re-run the validate-judgments stage") from None
+    by_id = {c.chunk_id: c for c in items}
+    ranked = {q: [by_id[c] for c, _ in r] for q, r in rankings.items()}
+    if external:
+        result, qrels = score_passages(judgments, ranked, params.score.ks, params.score.budgets)
+    else:
+        result, qrels = score_rankings(
+            judgments, items, {q: [c for c, _ in r] for q, r in rankings.items()}, params.score.ks, params.score.budgets
+        )
+    summary = result.summary()
+    ks = params.score.ks
+    bars = list(dict.fromkeys([f"recall@{ks[0]}", f"recall@{ks[-1]}", f"ndcg@{ks[-1]}"]))
+    categories = [{"category": name, **{m: block[m] for m in bars}}
+                  for name, block in summary["by_category"].items() if "mrr" in block]
+    with atomic_directory(out_plots) as plots:
+        curves = {
+            "hit_rate.csv": csv_text(hit_rate_curve(result, params.retrieve.depth), ["k", "recall"]),
+            "budget.csv": csv_text(budget_curve(judgments, ranked), ["budget_chars", "recall"]),
+            "categories.csv": csv_text(categories, ["category", *bars]),
+        }
+        for name, text in curves.items():
+            (plots / name).write_text(text, encoding="utf-8", newline="\n")
+    atomic_write_lines(out_qrels, qrels_lines(qrels))
+    atomic_write_text(out_per_query, result.per_query_csv())
+    atomic_write_text(out_run_metadata, dumps_json(metadata.document()))
+    atomic_write_text(out_metrics, dumps_json(summary))
+    return summary
+
+
+def _external_run_file(path: Path) -> ExternalRunFile:
+    """Name and SHA-256 of the external run being scored: run.json says which file it measured, not where it lay."""
+
+    try:
+        digest = file_sha256(path)
+    except OSError as exc:
+        raise RunFileError(path, f"cannot be read to record its SHA-256 in run.json ({exc.strerror})",
+                           fix="keep the run file (retrieve.run) in place until scoring is done") from None
+    return ExternalRunFile(name=path.name, sha256=digest)

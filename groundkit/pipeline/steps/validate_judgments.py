@@ -1,0 +1,42 @@
+"""Step validate-judgments: check the judgments, audit them against the corpus, record the input hashes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from groundkit.artifacts import atomic_write_text, dumps_json
+from groundkit.corpus.audit import audit, check_audit
+from groundkit.corpus.documents import corpus_hash, file_hash, load_corpus
+from groundkit.corpus.judgments import Category, load_judgments
+
+if TYPE_CHECKING:
+    from groundkit.config import AuditParams, TokenizeParams
+    from groundkit.corpus.audit import AuditReport
+
+
+
+def run(
+    judgments: Path,
+    corpus_root: Path,
+    params: AuditParams,
+    out_validation: Path,
+    out_audit: Path,
+    *,
+    tokenizer: TokenizeParams | None = None,
+) -> AuditReport:
+    """Check the judgments file, audit it against the corpus (with the index's tokenizer), record the hashes."""
+
+    loaded = load_judgments(judgments)
+    report = audit(load_corpus(corpus_root), loaded, tokenizer)
+    check_audit(report, params, str(judgments))
+    counts = {c.value: sum(1 for j in loaded if j.category is c) for c in Category}
+    validation = {
+        "judgments": len(loaded),
+        "by_category": counts,
+        "judgments_hash": file_hash(judgments),
+        "corpus_hash": corpus_hash(corpus_root),
+    }
+    atomic_write_text(out_audit, dumps_json(report.model_dump(mode="json")))
+    atomic_write_text(out_validation, dumps_json(validation))
+    return report

@@ -151,7 +151,7 @@ def tiny_runs(tmp_path) -> dict[str, Path]:
     (grown / "extra.md").write_text("A note on compaction and tombstones.\n", encoding="utf-8")
     runs = {}
     for name, root in (("same", corpus), ("grown", grown)):
-        runs[name] = tmp_path / name
+        runs[name] = tmp_path / f"run-{name}"
         assert main(["run", "--corpus", str(root), "--judgments", str(judgments), "--set",
                      "audit.max_trivial_share=1.0", "--out", str(runs[name])]) == 0
     return runs

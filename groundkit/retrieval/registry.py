@@ -22,7 +22,8 @@ every result (a known chunk id, at most once, a finite score, at most
 Whatever leaves the user's code other than a return (an exception, or a
 ``sys.exit`` that would otherwise end ``groundkit run`` with status 0 and
 nothing written) becomes one RetrieverError naming the retriever and the step:
-the import, the factory, or a search. Only KeyboardInterrupt passes through.
+the import, the factory, or a search. Only KeyboardInterrupt and SIGTERM (the guard's
+Terminated) pass through: they come from outside the plugin.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
+from groundkit._guard import Terminated
 from groundkit.config import Params
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import RetrieverError
@@ -102,6 +104,10 @@ _WHERE = {"path": "params.yaml", "key": "retrieve.retriever"}
 _SHOWN_CHARS = 200  # of a value or message the user's code made: enough to recognise it, never a flood
 
 
+_FROM_OUTSIDE = (KeyboardInterrupt, Terminated)
+"""Exceptions that reach the plugin's code from outside it; they end the run as they would anywhere."""
+
+
 def _shown(value: object, *, text: bool = False) -> str:
     """``repr`` (or ``str``) of a value the user's code made, cut short.
 
@@ -110,7 +116,7 @@ def _shown(value: object, *, text: bool = False) -> str:
     """
     try:
         shown = str(value) if text else repr(value)
-    except KeyboardInterrupt:
+    except _FROM_OUTSIDE:
         raise
     except BaseException:
         shown = f"<{type(value).__name__} that cannot be shown>"
@@ -122,11 +128,12 @@ def _user_code(spec: str, step: str, fix: str) -> Iterator[None]:
     """Run the retriever's own code; anything but a normal return becomes a RetrieverError naming ``step``.
 
     SystemExit is caught too: a plugin that exits (even with 0) must not end the run as a success
-    with nothing written. KeyboardInterrupt is the person at the terminal, not the plugin.
+    with nothing written. KeyboardInterrupt (the person at the terminal) and Terminated (SIGTERM, turned
+    into an exception by groundkit's guard) come from outside the plugin and pass through.
     """
     try:
         yield
-    except KeyboardInterrupt:
+    except _FROM_OUTSIDE:
         raise
     except SystemExit as exc:
         raise RetrieverError(**_WHERE, problem=f"retriever {spec!r}: {step} tried to end the process "

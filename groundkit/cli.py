@@ -12,6 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from groundkit._guard import guarded
+from groundkit.scoring.measures import BUDGET_RECALL, CHARS, NDCG, RECALL
+
+# --metric defaults, named by the measure registry: the verdict of compare, and the columns of sweep-plot.
+COMPARE_GATE = [NDCG.label(10)]
+SWEEP_METRICS = [RECALL.label(1), RECALL.label(10), NDCG.label(10), CHARS.label(10), BUDGET_RECALL.label(1000)]
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -98,7 +103,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
     baseline = read_side(args.baseline, cwd=cwd, metrics_dir=args.metrics_dir)
     candidate = read_side(args.candidate, cwd=cwd, metrics_dir=args.metrics_dir)
-    gate = _names(args.metric) or None
+    gate = _names(args.metric) or COMPARE_GATE
     result = compare(baseline, candidate, gate=gate, alpha=alpha, max_drop=max_drop,
                      allow_corpus_change=args.allow_corpus_change)
     if args.json:
@@ -131,8 +136,7 @@ def _cmd_sweep_plot(args: argparse.Namespace) -> int:
     check_file(Path(args.out), command="sweep-plot", what="a sweep table", inputs={}, force=args.force,
                recognise=is_sweep_table)
     params = _names(args.param) or ["chunk.size", "chunk.overlap"]
-    metrics = _names(args.metric) or [
-        "recall@1", "recall@10", "ndcg@10", "chars@10", "recall@1000chars"]
+    metrics = _names(args.metric) or SWEEP_METRICS
     table, left_out = sweep_table(Path.cwd(), params, Path(args.out), metrics)
     print(table, end="")
     if left_out:
@@ -211,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("baseline", help="revision, experiment name or results folder")
     cmp.add_argument("candidate", help="revision, experiment name or results folder")
     cmp.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
-                     help="metrics the verdict and --fail-on-regression look at (default ndcg@10)")
+                     help="metrics the verdict and --fail-on-regression look at "
+                     f"(default {', '.join(COMPARE_GATE)})")
     # Numbers are checked by compare itself, so a bad one gets the same one-line error as any input.
     cmp.add_argument("--alpha", default="0.05", help="significance level, between 0 and 1 (default 0.05)")
     cmp.add_argument("--max-drop", default="0",
@@ -230,8 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--param", action="append", default=[], metavar="KEY[,KEY]",
                        help="params.yaml keys to tabulate, the first is the x axis (default chunk.size,chunk.overlap)")
     sweep.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
-                       help="answerable metrics to tabulate (default recall@1, recall@10, ndcg@10, chars@10, "
-                       "recall@1000chars)")
+                       help=f"answerable metrics to tabulate (default {', '.join(SWEEP_METRICS)})")
     sweep.add_argument("--out", default="build/sweep.csv", help="CSV to write (default build/sweep.csv)")
     sweep.add_argument("--force", action="store_true", help="replace the table of an earlier sweep-plot at --out")
     sweep.set_defaults(handler=_cmd_sweep_plot)

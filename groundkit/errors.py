@@ -14,7 +14,8 @@ and exits non-zero; tracebacks are shown only with ``--debug``.
     │   ├── ArtifactError     a build artifact is missing, truncated or edited by hand
     │   ├── RunFileError      an external run file (JSONL) handed to score-run
     │   └── RetrieverError    a python: retriever that breaks its contract
-    └── DependencyError       an optional extra (e.g. dense) is not installed
+    ├── DependencyError       an optional extra (e.g. dense) is not installed
+    └── MeasureError          a metric name no registered measure writes
 """
 
 from __future__ import annotations
@@ -99,3 +100,10 @@ class RetrieverError(InputError):
 
 class DependencyError(GroundkitError):
     """An optional dependency is missing; the message says which extra to install."""
+
+
+class MeasureError(GroundkitError):
+    """A metric name (a --metric option, a per_query.csv column) that no registered measure writes.
+
+    It carries no location: the reader that met the name raises its own InputError naming the file or option.
+    """

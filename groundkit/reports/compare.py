@@ -35,7 +35,9 @@ from typing import Any
 import numpy as np
 
 from groundkit._json import JSONLineError, loads_line
-from groundkit.errors import InputError
+from groundkit.errors import InputError, MeasureError
+from groundkit.scoring.measures import BUDGET_RECALL, MEASURES, NDCG, RECALL
+from groundkit.scoring.schema import PER_QUERY_FIELDS
 
 RESAMPLES = 10_000
 SEED = 20261202
@@ -44,6 +46,8 @@ NO_ANSWER = "no_answer"
 # block's index array, its gathered values and its signs stay near 100 MiB at any number of queries.
 BLOCK_VALUES = 1 << 22
 SHORT_HASH = 12
+# The per-category table: every hit rate (at k and at a budget), then nDCG at the deepest k.
+PER_CATEGORY = (RECALL, BUDGET_RECALL)
 
 
 class CompareError(InputError):
@@ -241,9 +245,18 @@ def _metric_columns(header: list[str], where: str) -> tuple[dict[str, int], list
             raise CompareError(where, f"has the column {name!r} twice", line=1,
                                fix="re-run the score stage; do not edit per_query.csv")
         seen.add(name)
-    columns = {name: i for i, name in enumerate(header)}
-    start = columns["abstained"] + 1 if "abstained" in columns else len(header)
-    return columns, header[start:]
+    # A column is a per-query field or a metric the registry can name; anything else is refused, not skipped,
+    # so a misspelt or renamed metric cannot vanish from the comparison unnoticed.
+    metric_names = [name for name in header if name not in PER_QUERY_FIELDS]
+    for name in metric_names:
+        try:
+            MEASURES.parse(name)
+        except MeasureError as exc:
+            raise CompareError(where, f"has the column {name!r}, neither a per-query field "
+                               f"({', '.join(PER_QUERY_FIELDS)}) nor a metric: {exc}", line=1,
+                               fix="re-run the score stage with this version of groundkit; do not edit "
+                               "per_query.csv") from None
+    return {name: i for i, name in enumerate(header)}, metric_names
 
 
 def _parse_side(label: str, csv_text_: str, json_text: str, csv_path: str, json_path: str) -> Side:
@@ -531,7 +544,7 @@ def _matrix(side: Side, rows: np.ndarray, metrics: list[str]) -> np.ndarray:
 
 
 def compare(
-    baseline: Side, candidate: Side, *, gate: list[str] | None = None, alpha: float = 0.05, max_drop: float = 0.0,
+    baseline: Side, candidate: Side, *, gate: list[str], alpha: float = 0.05, max_drop: float = 0.0,
     allow_corpus_change: bool = False,
 ) -> Comparison:
     """Pair the two sides query by query and compute every statistic of the report."""
@@ -541,7 +554,6 @@ def compare(
     metrics = [m for m in baseline.metric_names if m in candidate.metric_names]
     one_sided = {"baseline": [m for m in baseline.metric_names if m not in candidate.metric_names],
                  "candidate": [m for m in candidate.metric_names if m not in baseline.metric_names]}
-    gate = gate or ["ndcg@10"]
     for name in gate:
         if name in metrics:
             continue
@@ -559,8 +571,9 @@ def compare(
 
     answerable_categories = [baseline.categories[i] for i in before_rows]
     categories = sorted(set(answerable_categories))
-    ndcg = [m for m in metrics if m.startswith("ndcg@")]
-    per_category_metrics = [m for m in metrics if m.startswith("recall@")] + ndcg[-1:]
+    measure_of = {m: MEASURES.parse(m)[0] for m in metrics}
+    ndcg = [m for m in metrics if measure_of[m] is NDCG]
+    per_category_metrics = [m for m in metrics if measure_of[m] in PER_CATEGORY] + ndcg[-1:]
     by_category = {}
     for c in categories:
         mask = np.array([category == c for category in answerable_categories], dtype=bool)
@@ -628,13 +641,13 @@ def _count(queries: int) -> str:
 def _number(value: float | None, metric: str) -> str:
     if value is None:
         return "n/a"
-    return f"{value:.1f}" if metric.startswith("chars@") else f"{value:.4f}"
+    return f"{value:.{MEASURES.parse(metric)[0].decimals}f}"
 
 
 def _signed(value: float | None, metric: str) -> str:
     if value is None:
         return "n/a"
-    return f"{value:+.1f}" if metric.startswith("chars@") else f"{value:+.4f}"
+    return f"{value:+.{MEASURES.parse(metric)[0].decimals}f}"
 
 
 def _row(stat: Stat, significant: bool) -> str:

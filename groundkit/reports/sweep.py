@@ -26,7 +26,8 @@ from typing import Any
 
 from groundkit._json import JSONLineError, loads_line
 from groundkit.artifacts import atomic_write_text, csv_text
-from groundkit.errors import InputError
+from groundkit.errors import InputError, MeasureError
+from groundkit.scoring.measures import MEASURES
 
 METRICS_FILE = "metrics/metrics.json"
 RUN_FILE = "metrics/run.json"
@@ -155,8 +156,21 @@ def git_run_json(cwd: Path) -> RunReader:
     return read
 
 
+def _is_metric(name: str) -> bool:
+    try:
+        MEASURES.parse(name)
+    except MeasureError:
+        return False
+    return True
+
+
 def sweep_table(cwd: Path, params: list[str], out: Path, metrics: list[str]) -> tuple[str, list[tuple[str, str]]]:
     """Write the sweep CSV to ``out``; return it as a Markdown table, and what was left out and why."""
+    for metric in metrics:
+        try:
+            MEASURES.parse(metric)
+        except MeasureError as exc:
+            raise SweepError("--metric", str(exc), fix="name a metric metrics.json reports, e.g. ndcg@10") from None
     try:
         shown = subprocess.run(["dvc", "exp", "show", "--json"], cwd=cwd, capture_output=True, text=True, check=False)
     except FileNotFoundError:
@@ -172,7 +186,8 @@ def sweep_table(cwd: Path, params: list[str], out: Path, metrics: list[str]) -> 
                          fix="queue a sweep first: dvc exp run --queue -S 'chunk.size=range(200,2001,300)'")
     unknown = [m for m in metrics if m not in rows[0]]
     if unknown:
-        raise SweepError("--metric", f"{unknown[0]!r} is not in metrics.json", fix=f"use one of {sorted(rows[0])}")
+        raise SweepError("--metric", f"{unknown[0]!r} is not in metrics.json",
+                         fix=f"use one of {[name for name in rows[0] if _is_metric(name)]}")
     columns = ["experiment", *params, *metrics]
     atomic_write_text(out, csv_text(rows, columns))
     lines = ["| " + " | ".join(columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]

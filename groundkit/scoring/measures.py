@@ -1,16 +1,28 @@
-"""Ranking metrics: pure functions over one query's ranking and its gold set.
+"""Measures: pure per-query functions, and the one registry that names them.
+
+Every metric groundkit reports is declared once, at the bottom of this module, as a
+:class:`Measure`: its name, the kind of cut-off it takes, whether it scores retrieval quality or
+the context it costs, a one-line description, and its per-query function. Scoring, the per-query
+CSV and its reader, compare, sweep-plot and the command line's defaults all take metric names from
+:data:`MEASURES`; none of them spells a name out by itself.
 
 Names follow ir_measures, so every number here can be checked against
 trec_eval: groundkit's ``recall@k`` is *hit rate* (ir_measures ``Success@k``),
 ``mrr`` is ``RR`` over the retrieved depth, ``ndcg@k`` is ``nDCG@k`` with
 binary gain. An answerable query that retrieved nothing scores 0 on all of
-them; it is never dropped from the mean.
+them; it is never dropped from the mean. The cut-off is part of the name:
+``name@k`` for a rank cut-off, ``name@Nchars`` for a context budget of N characters.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence, Set
+import re
+from collections.abc import Callable, Iterator, Sequence, Set
+from dataclasses import dataclass
+from enum import Enum
+
+from groundkit.errors import MeasureError
 
 
 def first_gold_rank(ranking: Sequence[str], gold: Set[str]) -> int | None:
@@ -102,3 +114,177 @@ def budget_hit(passages: Sequence[Passage], gold: Sequence[Passage], budget: int
         if used >= budget:
             break
     return 0.0
+
+
+# --- the registry --------------------------------------------------------------------------------
+
+
+class Cutoff(Enum):
+    """What a measure's cut-off counts, and so how it is written in the metric's name."""
+
+    NONE = "none"
+    """No cut-off (the whole retrieved depth): the name is the measure's name, e.g. ``mrr``."""
+    RANK = "rank"
+    """Each k of ``score.ks``: ``name@k``, e.g. ``ndcg@10``."""
+    BUDGET = "budget"
+    """Each budget of ``score.budgets``, in characters: ``name@Nchars``, e.g. ``recall@1000chars``."""
+
+
+class Aspect(Enum):
+    """Whether a measure says how well a run retrieved, or how much context it took to get there."""
+
+    QUALITY = "quality"
+    COST = "cost"
+
+
+@dataclass(frozen=True)
+class QueryRun:
+    """What a per-query measure reads of one answerable query.
+
+    Attributes:
+        ranking: Retrieved ids, best first.
+        gold: The relevant ids among all ids (qrels of the query).
+        passages: ``(document, start, end)`` of (at least) the head of ``ranking``: the top
+            max(ks) and enough to fill the largest budget.
+        spans: The query's gold spans as ``(document, start, end)``.
+        ideal_count: Replaces ``len(gold)`` in nDCG's ideal DCG when the gold set is not known in
+            full (an external run's passages); None otherwise.
+    """
+
+    ranking: Sequence[str]
+    gold: Set[str]
+    passages: Sequence[Passage]
+    spans: Sequence[Passage]
+    ideal_count: int | None = None
+
+
+_STEM = re.compile(r"[a-z][a-z0-9_]*")
+# The inverse of Measure.label: a stem, then for a cut-off "@" and a positive whole number without
+# leading zeros (so a name has one spelling), then "chars" for a budget.
+_NAME = re.compile(r"(?P<stem>[a-z][a-z0-9_]*)(?:@(?P<cutoff>[1-9][0-9]*)(?P<chars>chars)?)?")
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure: how it is named, what cut-offs it takes, and how one query scores on it.
+
+    Attributes:
+        name: The name, and the part of every metric name before ``@``.
+        cutoff: The kind of cut-off; with ``name`` it identifies the measure (``recall@k`` and
+            ``recall@Nchars`` are two measures).
+        aspect: Quality (better retrieval) or cost (context spent).
+        description: One line, for help texts and for readers of the registry.
+        per_query: The query's value at one cut-off (None for :attr:`Cutoff.NONE`).
+        decimals: Decimal places a report shows (not per_query.csv, which keeps six for all).
+    """
+
+    name: str
+    cutoff: Cutoff
+    aspect: Aspect
+    description: str
+    per_query: Callable[[QueryRun, int | None], float]
+    decimals: int = 4
+
+    @property
+    def pattern(self) -> str:
+        """The metric name with a placeholder for its cut-off: ``recall@k``, ``mrr``, ``recall@Nchars``."""
+        suffix = {Cutoff.NONE: "", Cutoff.RANK: "@k", Cutoff.BUDGET: "@Nchars"}[self.cutoff]
+        return self.name + suffix
+
+    def label(self, cutoff: int | None = None) -> str:
+        """The metric name at ``cutoff``: ``ndcg@10`` for (ndcg, 10), ``recall@500chars`` for a budget of 500."""
+        if self.cutoff is Cutoff.NONE:
+            if cutoff is not None:
+                raise ValueError(f"{self.name} takes no cut-off, got {cutoff}")
+            return self.name
+        if cutoff is None or cutoff <= 0:
+            raise ValueError(f"{self.pattern} needs a positive cut-off, got {cutoff}")
+        return f"{self.name}@{cutoff}chars" if self.cutoff is Cutoff.BUDGET else f"{self.name}@{cutoff}"
+
+
+class Registry:
+    """The measures groundkit reports, in report order; :data:`MEASURES` is the one in use."""
+
+    def __init__(self) -> None:
+        self._measures: list[Measure] = []
+
+    def __iter__(self) -> Iterator[Measure]:
+        return iter(tuple(self._measures))
+
+    def register(self, measure: Measure) -> Measure:
+        """Append ``measure`` to the report order and return it.
+
+        Raises:
+            ValueError: The name is not a lower-case identifier, or a measure of the same name and
+                cut-off kind is registered already (its metric names would be ambiguous).
+        """
+        if not _STEM.fullmatch(measure.name):
+            raise ValueError(f"measure name {measure.name!r} must be lower-case letters, digits and _, "
+                             "starting with a letter")
+        if any((m.name, m.cutoff) == (measure.name, measure.cutoff) for m in self._measures):
+            raise ValueError(f"a measure {measure.pattern} is already registered")
+        self._measures.append(measure)
+        return measure
+
+    def unregister(self, measure: Measure) -> None:
+        """Remove ``measure`` (a test's throwaway measure, say)."""
+        self._measures.remove(measure)
+
+    @staticmethod
+    def cutoffs(measure: Measure, ks: Sequence[int], budgets: Sequence[int]) -> list[int | None]:
+        """The cut-offs ``measure`` is reported at for these ``score.ks`` and ``score.budgets``."""
+        return {Cutoff.NONE: [None], Cutoff.RANK: list(ks), Cutoff.BUDGET: list(budgets)}[measure.cutoff]
+
+    def names(self, ks: Sequence[int], budgets: Sequence[int], *, aspect: Aspect | None = None) -> list[str]:
+        """Every metric name a run with these cut-offs reports, in report order (optionally of one aspect only).
+
+        The order is measure by measure, each over its cut-offs: recall@k, mrr, ndcg@k, chars@k,
+        recall@Nchars. metrics.json and per_query.csv follow it, so it is part of their bytes.
+        """
+        return [m.label(c) for m in self._measures if aspect is None or m.aspect is aspect
+                for c in self.cutoffs(m, ks, budgets)]
+
+    def parse(self, name: str) -> tuple[Measure, int | None]:
+        """The measure and cut-off a metric name stands for: ``"ndcg@10"`` gives (the nDCG measure, 10).
+
+        Raises:
+            MeasureError: No registered measure writes ``name``.
+        """
+        match = _NAME.fullmatch(name)
+        if match is not None:
+            cutoff = match["cutoff"]
+            kind = Cutoff.NONE if cutoff is None else Cutoff.BUDGET if match["chars"] else Cutoff.RANK
+            for measure in self._measures:
+                if (measure.name, measure.cutoff) == (match["stem"], kind):
+                    return measure, None if cutoff is None else int(cutoff)
+        raise MeasureError(f"{name!r} is not a metric groundkit reports; the metrics are "
+                           f"{', '.join(m.pattern for m in self._measures)}")
+
+    def score(self, run: QueryRun, ks: Sequence[int], budgets: Sequence[int]) -> dict[str, float]:
+        """Every metric of one answerable query, keyed by name, in report order."""
+        return {m.label(c): m.per_query(run, c) for m in self._measures for c in self.cutoffs(m, ks, budgets)}
+
+
+MEASURES = Registry()
+"""The measures every run reports. Adding one is one ``MEASURES.register(Measure(...))`` below, plus its test."""
+
+RECALL = MEASURES.register(Measure(
+    "recall", Cutoff.RANK, Aspect.QUALITY,
+    "hit rate at k: 1 if any of the top k is gold, else 0 (ir_measures Success@k)",
+    lambda q, k: recall_at_k(q.ranking, q.gold, k)))
+MRR = MEASURES.register(Measure(
+    "mrr", Cutoff.NONE, Aspect.QUALITY,
+    "reciprocal rank of the first gold id over the retrieved depth (ir_measures RR)",
+    lambda q, _: mrr(q.ranking, q.gold)))
+NDCG = MEASURES.register(Measure(
+    "ndcg", Cutoff.RANK, Aspect.QUALITY,
+    "nDCG at k with binary gain (ir_measures nDCG@k)",
+    lambda q, k: ndcg_at_k(q.ranking, q.gold, k, ideal_count=q.ideal_count)))
+CHARS = MEASURES.register(Measure(
+    "chars", Cutoff.RANK, Aspect.COST,
+    "characters of context in the top k passages",
+    lambda q, k: float(context_chars_at_k(q.passages, k)), decimals=1))
+BUDGET_RECALL = MEASURES.register(Measure(
+    "recall", Cutoff.BUDGET, Aspect.COST,
+    "hit rate when the ranking is cut at N characters of context",
+    lambda q, b: budget_hit(q.passages, q.spans, b)))

@@ -10,6 +10,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from groundkit.corpus.judgments import Category
+from groundkit.scoring.measures import MEASURES
+
+PER_QUERY_FIELDS = ("query_id", "query", "category", "retrieved", "gold_chunks", "first_gold_rank", "abstained")
+"""The columns of per_query.csv before the metrics; every column after them is a metric name of the registry."""
 
 
 class _Record(BaseModel):
@@ -72,9 +76,8 @@ class StageResult(_Record):
 
     @property
     def metric_names(self) -> list[str]:
-        """Quality metrics first (recall@k, mrr, ndcg@k), then the cost side (chars@k, recall@Bchars)."""
-        return ([f"recall@{k}" for k in self.ks] + ["mrr"] + [f"ndcg@{k}" for k in self.ks]
-                + [f"chars@{k}" for k in self.ks] + [f"recall@{b}chars" for b in self.budgets])
+        """The registry's metric names at this run's cut-offs, in report order (see ``Registry.names``)."""
+        return MEASURES.names(self.ks, self.budgets)
 
     @property
     def no_answer_abstained_count(self) -> int:
@@ -119,8 +122,7 @@ class StageResult(_Record):
 
     def per_query_csv(self) -> str:
         """One row per query, in judgment order, for ``dvc plots`` and for comparing runs."""
-        header = ["query_id", "query", "category", "retrieved", "gold_chunks", "first_gold_rank", "abstained",
-                  *self.metric_names]
+        header = [*PER_QUERY_FIELDS, *self.metric_names]
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(header)

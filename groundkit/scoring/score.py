@@ -8,15 +8,7 @@ from collections.abc import Mapping, Sequence
 from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Chunk, content_id
 from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan, chunk_overlaps_span, relevant_chunk_ids
-from groundkit.scoring.measures import (
-    Passage,
-    budget_hit,
-    context_chars_at_k,
-    first_gold_rank,
-    mrr,
-    ndcg_at_k,
-    recall_at_k,
-)
+from groundkit.scoring.measures import MEASURES, Passage, QueryRun, budget_hit, first_gold_rank
 from groundkit.scoring.schema import QueryResult, StageResult
 
 BUDGET_CURVE = tuple(range(100, 4001, 100))
@@ -65,11 +57,8 @@ def _query_result(
 ) -> QueryResult:
     """Every metric of one answerable query: ``passages`` locates (at least) the head of ``ranking``."""
     spans = [(s.document, s.start, s.end) for s in judgment.spans]
-    metrics = {f"recall@{k}": recall_at_k(ranking, gold, k) for k in ks}
-    metrics["mrr"] = mrr(ranking, gold)
-    metrics.update({f"ndcg@{k}": ndcg_at_k(ranking, gold, k, ideal_count=ideal_count) for k in ks})
-    metrics.update({f"chars@{k}": float(context_chars_at_k(passages, k)) for k in ks})
-    metrics.update({f"recall@{b}chars": budget_hit(passages, spans, b) for b in budgets})
+    run = QueryRun(ranking=ranking, gold=gold, passages=passages, spans=spans, ideal_count=ideal_count)
+    metrics = MEASURES.score(run, ks, budgets)
     return QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
                        retrieved=len(ranking), gold_chunks=len(gold) if ideal_count is None else ideal_count,
                        first_gold_rank=first_gold_rank(ranking, gold), metrics=metrics)

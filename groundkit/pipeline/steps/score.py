@@ -20,6 +20,7 @@ from groundkit.corpus.passage import Chunk
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import ArtifactError, RunFileError
 from groundkit.retrieval.trec import qrels_lines, read_run
+from groundkit.scoring.measures import NDCG, RECALL
 from groundkit.scoring.schema import ExternalRunFile, RunMetadata
 from groundkit.scoring.score import budget_curve, hit_rate_curve, score_passages, score_rankings
 
@@ -75,7 +76,7 @@ def run(
         )
     summary = result.summary()
     ks = params.score.ks
-    bars = list(dict.fromkeys([f"recall@{ks[0]}", f"recall@{ks[-1]}", f"ndcg@{ks[-1]}"]))
+    bars = list(dict.fromkeys([RECALL.label(ks[0]), RECALL.label(ks[-1]), NDCG.label(ks[-1])]))
     categories = [{"category": name, **{m: block[m] for m in bars}}
                   for name, block in summary["by_category"].items() if "mrr" in block]
     with atomic_directory(out_plots) as plots:

@@ -652,6 +652,16 @@ COMPARE_CASES: dict[str, CompareCase] = {
                                                   "column 'first_gold_rank'"),
     "per_query: a column twice": CompareCase(_csv_edit(lambda ls: [ls[0].replace("recall@5", "recall@1"), *ls[1:]]),
                                              f"{CPQ}:1", "has the column 'recall@1' twice"),
+    # Columns are found by name through the measure registry, not by their place after `abstained`.
+    "per_query: unknown metric column": CompareCase(
+        _csv_edit(lambda ls: [ls[0].replace("ndcg@10", "ndgc@10"), *ls[1:]]), f"{CPQ}:1",
+        "has the column 'ndgc@10', neither a per-query field"),
+    "per_query: unknown column before abstained": CompareCase(
+        _csv_edit(lambda ls: [ls[0].replace("gold_chunks", "gold_passages"), *ls[1:]]), f"{CPQ}:1",
+        "'gold_passages' is not a metric groundkit reports; the metrics are recall@k, mrr, ndcg@k"),
+    "per_query: metric with a leading zero": CompareCase(
+        _csv_edit(lambda ls: [ls[0].replace("recall@5", "recall@05"), *ls[1:]]), f"{CPQ}:1",
+        "has the column 'recall@05'"),
     "per_query: required column missing": CompareCase(_csv_edit(_drop_column("category")), CPQ,
                                                       "lacks the columns ['category']"),
     "per_query: empty file": CompareCase(_csv_edit(lambda ls: []), CPQ, "is empty"),

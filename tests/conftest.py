@@ -52,3 +52,14 @@ def write_tiny_corpus(root: Path, judgments_path: Path) -> tuple[Path, Path]:
         ],
     )
     return root, judgments
+
+
+@pytest.fixture
+def throwaway_measure():
+    """``hits@k`` (gold ids among the top k), registered for one test: all that adding a measure takes."""
+    from groundkit.scoring.measures import MEASURES, Aspect, Cutoff, Measure
+
+    measure = MEASURES.register(Measure("hits", Cutoff.RANK, Aspect.QUALITY, "gold ids among the top k",
+                                        lambda q, k: float(len(set(q.ranking[:k]) & q.gold))))
+    yield measure
+    MEASURES.unregister(measure)

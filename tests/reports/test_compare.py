@@ -142,6 +142,37 @@ def test_one_query_category_has_null_statistics_in_json(tmp_path, capsys):
     assert report["gate"]["untested"] == {}
 
 
+def _add_column(folder: Path, name: str, value: str) -> None:
+    """Append a metric column holding ``value`` for every answerable query (empty for no_answer)."""
+    path = folder / "per_query.csv"
+    header, *rows = path.read_text(encoding="utf-8").splitlines()
+    rows = [row + ("," if ",no_answer," in row else f",{value}") for row in rows]
+    path.write_text("\n".join([f"{header},{name}", *rows]) + "\n", encoding="utf-8")
+
+
+def test_a_registered_measure_is_compared_like_any_other(tmp_path, capsys, throwaway_measure):
+    baseline, candidate = write_compare_pair(tmp_path)
+    _add_column(baseline, "hits@3", "1.000000")
+    _add_column(candidate, "hits@3", "2.000000")
+    assert main(["compare", str(baseline), str(candidate), "--metric", "hits@3", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    hits = {s["metric"]: s for s in report["overall"]}["hits@3"]
+    # Six answerable queries, each one gold id more: delta +1 everywhere, an interval of width 0, and
+    # the exact sign-flip p-value 2 / 2**6 (only all-plus and all-minus are as extreme).
+    assert (hits["queries"], hits["baseline"], hits["candidate"], hits["delta"]) == (6, 1.0, 2.0, 1.0)
+    assert hits["ci95"] == [1.0, 1.0] and hits["p_value"] == pytest.approx(2 / 64)
+    assert report["verdict"] == "better"
+
+
+def test_a_column_no_measure_names_is_refused(tmp_path, capsys):
+    baseline, candidate = write_compare_pair(tmp_path)
+    _add_column(baseline, "hits@3", "1.000000")
+    assert main(["compare", str(baseline), str(candidate)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "baseline/per_query.csv:1: has the column 'hits@3'" in err
+    assert "the metrics are recall@k, mrr, ndcg@k, chars@k, recall@Nchars" in err and "\n  fix: " in err
+
+
 @pytest.fixture
 def tiny_runs(tmp_path) -> dict[str, Path]:
     """`groundkit run` over the tiny corpus and over the same corpus with one more document."""

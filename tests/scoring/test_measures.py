@@ -7,7 +7,24 @@ import ir_measures
 import pytest
 from ir_measures import RR, Qrel, ScoredDoc, Success, nDCG
 
-from groundkit.scoring.measures import first_gold_rank, mrr, ndcg_at_k, recall_at_k
+from groundkit.errors import MeasureError
+from groundkit.scoring.measures import (
+    BUDGET_RECALL,
+    CHARS,
+    MEASURES,
+    MRR,
+    NDCG,
+    RECALL,
+    Aspect,
+    Cutoff,
+    Measure,
+    QueryRun,
+    Registry,
+    first_gold_rank,
+    mrr,
+    ndcg_at_k,
+    recall_at_k,
+)
 
 RANKING = ["c1", "c2", "c3", "c4", "c5"]
 
@@ -109,3 +126,86 @@ def test_budget_hit_counts_only_the_visible_prefix():
     assert budget_hit(passages, [("c.md", 0, 10)], 10_000) == 0.0
     assert budget_hit([("b.md", 600, 700)], gold, 1) == 1.0  # one visible character is enough
     assert budget_hit([], gold, 500) == 0.0
+
+
+# --- the registry ----------------------------------------------------------------------------------
+
+
+def test_names_come_in_report_order():
+    # metrics.json and per_query.csv list metrics in this order, so it is part of their bytes.
+    assert MEASURES.names([1, 5], [500, 2000]) == [
+        "recall@1", "recall@5", "mrr", "ndcg@1", "ndcg@5", "chars@1", "chars@5", "recall@500chars", "recall@2000chars"]
+    assert MEASURES.names([1, 5], [500], aspect=Aspect.QUALITY) == ["recall@1", "recall@5", "mrr", "ndcg@1", "ndcg@5"]
+    assert MEASURES.names([1, 5], [500], aspect=Aspect.COST) == ["chars@1", "chars@5", "recall@500chars"]
+
+
+@pytest.mark.parametrize(("name", "measure", "cutoff"), [
+    ("recall@1", RECALL, 1), ("recall@10", RECALL, 10), ("mrr", MRR, None), ("ndcg@10", NDCG, 10),
+    ("chars@3", CHARS, 3), ("recall@1000chars", BUDGET_RECALL, 1000),
+])
+def test_a_name_parses_back_to_its_measure_and_cutoff(name, measure, cutoff):
+    assert MEASURES.parse(name) == (measure, cutoff)
+    assert measure.label(cutoff) == name
+
+
+@pytest.mark.parametrize("name", [
+    "", "recall", "ndcg", "mrr@10", "recall@0", "recall@05", "recall@-1", "ndcg@10chars", "chars@500chars",
+    "Recall@1", "recall@1 ", "map@10", "hits@3", "recall@@1", "recall@1000char",
+])
+def test_an_unknown_name_is_refused_with_the_known_ones(name):
+    with pytest.raises(MeasureError) as raised:
+        MEASURES.parse(name)
+    assert str(raised.value) == (f"{name!r} is not a metric groundkit reports; the metrics are "
+                                 "recall@k, mrr, ndcg@k, chars@k, recall@Nchars")
+
+
+def test_label_refuses_a_cutoff_the_measure_does_not_take():
+    with pytest.raises(ValueError, match="takes no cut-off"):
+        MRR.label(10)
+    with pytest.raises(ValueError, match="needs a positive cut-off"):
+        NDCG.label(0)
+    with pytest.raises(ValueError, match="needs a positive cut-off"):
+        BUDGET_RECALL.label()
+
+
+def test_a_registry_refuses_ambiguous_measures():
+    registry = Registry()
+    first = registry.register(Measure("hits", Cutoff.RANK, Aspect.QUALITY, "gold ids in the top k", lambda q, k: 0.0))
+    # The same name with another cut-off kind writes other names (hits@3 vs hits@500chars): allowed.
+    registry.register(Measure("hits", Cutoff.BUDGET, Aspect.COST, "gold ids in N characters", lambda q, b: 0.0))
+    with pytest.raises(ValueError, match="hits@k is already registered"):
+        registry.register(Measure("hits", Cutoff.RANK, Aspect.COST, "again", lambda q, k: 1.0))
+    for bad in ("Hits", "hits@k", "2hits", "hits chars", ""):
+        with pytest.raises(ValueError, match="must be lower-case"):
+            registry.register(Measure(bad, Cutoff.NONE, Aspect.QUALITY, "bad", lambda q, _: 0.0))
+    assert registry.names([3], [500]) == ["hits@3", "hits@500chars"]
+    registry.unregister(first)
+    assert registry.names([3], [500]) == ["hits@500chars"]
+    assert MEASURES.names([3], []) == ["recall@3", "mrr", "ndcg@3", "chars@3"]  # another registry is untouched
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_registry_names_score_what_ir_measures_calls_them(seed):
+    # Each quality metric, computed through the registry under its groundkit name, equals the
+    # ir_measures measure its docstring names: a name wired to the wrong function fails here.
+    qrels, run, rankings, golds = _generated_case(seed)
+    equivalent = {"recall@1": "Success@1", "recall@3": "Success@3", "recall@10": "Success@10", "mrr": "RR",
+                  "ndcg@1": "nDCG@1", "ndcg@3": "nDCG@3", "ndcg@10": "nDCG@10"}
+    reference = {(m.query_id, str(m.measure)): m.value
+                 for m in ir_measures.iter_calc([ir_measures.parse_measure(v) for v in equivalent.values()],
+                                                qrels, run)}
+    assert MEASURES.names([1, 3, 10], [], aspect=Aspect.QUALITY) == list(equivalent)
+    for qid, ranking in rankings.items():
+        scored = MEASURES.score(QueryRun(ranking=ranking, gold=golds[qid], passages=[], spans=[]), [1, 3, 10], [])
+        for ours, theirs in equivalent.items():
+            assert scored[ours] == pytest.approx(reference.get((qid, theirs), 0.0)), (qid, ours)
+
+
+def test_registry_scores_the_cost_side_by_hand():
+    # Passages of 300 and 800 characters; the gold span lies at [600, 620) of the second.
+    run = QueryRun(ranking=["p1", "p2"], gold={"p2"}, passages=[("a.md", 0, 300), ("b.md", 100, 900)],
+                   spans=[("b.md", 600, 620)])
+    scored = MEASURES.score(run, [1, 2], [800, 801])
+    assert (scored["chars@1"], scored["chars@2"]) == (300.0, 1100.0)
+    assert (scored["recall@800chars"], scored["recall@801chars"]) == (0.0, 1.0)
+    assert list(scored) == MEASURES.names([1, 2], [800, 801])

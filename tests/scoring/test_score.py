@@ -105,3 +105,25 @@ def test_hit_rate_curve_at_the_deepest_depth_has_bounded_rows():
     # A depth between two table entries ends on the depth: 150 gives 100, 112, 125, 140, 150.
     assert [row["k"] for row in hit_rate_curve(result, 150)][99:] == [100, 112, 125, 140, 150]
     assert [row["k"] for row in hit_rate_curve(result, 100)] == list(range(1, 101))
+
+
+def test_a_registered_measure_reaches_the_summary_and_the_per_query_csv(throwaway_measure):
+    judgments = [resolved("q1", "factoid", [(6, 10)]), resolved("q2", "boundary", [(6, 16)]),
+                 resolved("q4", "no_answer", [])]
+    result, _ = score_rankings(judgments, CHUNKS, {"q1": [B, A], "q2": [B, C, A], "q4": []}, [1, 3], [11])
+    # q1 (gold A) ranks B, A: 0 gold in the top 1, 1 in the top 3. q2 (gold A, B) ranks B, C, A: 1, then 2.
+    assert result.metric_names[-3:] == ["recall@11chars", "hits@1", "hits@3"]  # registration order
+    summary = result.summary()
+    assert (summary["answerable"]["hits@1"], summary["answerable"]["hits@3"]) == (0.5, 1.5)
+    assert summary["by_category"]["boundary"]["hits@3"] == 2.0
+    lines = result.per_query_csv().splitlines()
+    assert lines[0].endswith(",recall@11chars,hits@1,hits@3")
+    assert lines[1].endswith(",0.000000,1.000000") and lines[2].endswith(",1.000000,2.000000")
+    assert lines[3].endswith(",,")  # no_answer: no metrics
+
+
+def test_without_the_throwaway_measure_the_names_are_the_committed_ones():
+    judgments = [resolved("q1", "factoid", [(6, 10)])]
+    result, _ = score_rankings(judgments, CHUNKS, {"q1": [A]}, [1, 3], [11])
+    assert result.metric_names == ["recall@1", "recall@3", "mrr", "ndcg@1", "ndcg@3", "chars@1", "chars@3",
+                                   "recall@11chars"]

@@ -90,6 +90,17 @@ def test_unknown_parameter_is_named():
         experiment_rows(SHOWN, ["chunk.sise"], _reader)
 
 
+def test_a_metric_no_measure_names_is_refused_before_dvc_runs(tmp_path, capsys, monkeypatch):
+    from groundkit.cli import main
+
+    monkeypatch.chdir(tmp_path)  # no repository here: the name is checked before `dvc exp show` would fail
+    assert main(["sweep-plot", "--metric", "ndcg@10,ndgc@10", "--out", "sweep.csv"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: --metric: 'ndgc@10' is not a metric groundkit reports; the metrics are "
+                          "recall@k, mrr, ndcg@k, chars@k, recall@Nchars") and "\n  fix: " in err
+    assert not (tmp_path / "sweep.csv").exists()
+
+
 @pytest.fixture(scope="module")
 def sweep_repo(tmp_path_factory) -> Path:
     """The tiny corpus committed with its results, and experiments DVC runs over it.

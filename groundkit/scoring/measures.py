@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence, Set
 
+from groundkit.corpus.passage import Passage
+
 
 def first_gold_rank(ranking: Sequence[str], gold: Set[str]) -> int | None:
     """1-based rank of the first gold id in ``ranking``, or None if there is none."""
@@ -67,10 +69,6 @@ def ndcg_at_k(ranking: Sequence[str], gold: Set[str], k: int, *, ideal_count: in
     return dcg / ideal
 
 
-Passage = tuple[str, int, int]
-"""A retrieved or gold passage: ``(document, start, end)`` character offsets, end exclusive."""
-
-
 def context_chars_at_k(passages: Sequence[Passage], k: int) -> int:
     """Characters of context the top ``k`` passages put in front of a reader: the sum of their lengths.
 
@@ -79,7 +77,7 @@ def context_chars_at_k(passages: Sequence[Passage], k: int) -> int:
     """
     if k <= 0:
         raise ValueError(f"k must be positive, got {k}")
-    return sum(end - start for _, start, end in passages[:k])
+    return sum(passage.length for passage in passages[:k])
 
 
 def budget_hit(passages: Sequence[Passage], gold: Sequence[Passage], budget: int) -> float:
@@ -94,11 +92,11 @@ def budget_hit(passages: Sequence[Passage], gold: Sequence[Passage], budget: int
     if budget <= 0:
         raise ValueError(f"budget must be positive, got {budget}")
     used = 0
-    for document, start, end in passages:
-        visible_end = start + min(end - start, budget - used)
-        if any(document == g_doc and start < g_end and g_start < visible_end for g_doc, g_start, g_end in gold):
+    for passage in passages:
+        visible = passage.head(budget - used)
+        if any(visible.overlaps(span) for span in gold):
             return 1.0
-        used += end - start
+        used += passage.length
         if used >= budget:
             break
     return 0.0

@@ -7,7 +7,12 @@ import ir_measures
 import pytest
 from ir_measures import RR, Qrel, ScoredDoc, Success, nDCG
 
+from groundkit.corpus.passage import Passage
 from groundkit.scoring.measures import first_gold_rank, mrr, ndcg_at_k, recall_at_k
+
+
+def _p(document: str, start: int, end: int) -> Passage:
+    return Passage(document=document, start=start, end=end)
 
 RANKING = ["c1", "c2", "c3", "c4", "c5"]
 
@@ -90,7 +95,7 @@ def test_metrics_agree_with_ir_measures(seed):
 def test_context_chars_sums_passage_lengths_up_to_k():
     from groundkit.scoring.measures import context_chars_at_k
 
-    passages = [("a.md", 0, 300), ("b.md", 100, 900), ("a.md", 300, 350)]
+    passages = [_p("a.md", 0, 300), _p("b.md", 100, 900), _p("a.md", 300, 350)]
     assert [context_chars_at_k(passages, k) for k in (1, 2, 3, 10)] == [300, 1100, 1150, 1150]
 
 
@@ -98,14 +103,14 @@ def test_budget_hit_counts_only_the_visible_prefix():
     from groundkit.scoring.measures import budget_hit
 
     # Rank 1: 300 chars of a.md, no gold. Rank 2: b.md [100, 900) with gold at [600, 620).
-    passages = [("a.md", 0, 300), ("b.md", 100, 900)]
-    gold = [("b.md", 600, 620)]
+    passages = [_p("a.md", 0, 300), _p("b.md", 100, 900)]
+    gold = [_p("b.md", 600, 620)]
     # Budget 700: 300 chars for rank 1, 400 visible of rank 2 -> b.md [100, 500): misses [600, 620).
     assert budget_hit(passages, gold, 700) == 0.0
     # Budget 801: rank 2 visible [100, 601): the first gold character (600) is inside.
     assert budget_hit(passages, gold, 800) == 0.0
     assert budget_hit(passages, gold, 801) == 1.0
     # A gold span in another document never counts, and the budget caps the walk.
-    assert budget_hit(passages, [("c.md", 0, 10)], 10_000) == 0.0
-    assert budget_hit([("b.md", 600, 700)], gold, 1) == 1.0  # one visible character is enough
+    assert budget_hit(passages, [_p("c.md", 0, 10)], 10_000) == 0.0
+    assert budget_hit([_p("b.md", 600, 700)], gold, 1) == 1.0  # one visible character is enough
     assert budget_hit([], gold, 500) == 0.0

@@ -20,6 +20,7 @@ from groundkit.corpus.audit import AuditParams
 from groundkit.corpus.chunking import ChunkParams
 from groundkit.corpus.tokenizing import TokenizeParams
 from groundkit.errors import ParamsError
+from groundkit.retrieval.registry import SECTIONS, kind_of
 
 
 class _Section(BaseModel):
@@ -81,8 +82,6 @@ class BM25Params(_Section):
         return value
 
 
-BUILTIN_RETRIEVERS = ("bm25", "dense", "hybrid", "external")
-
 MAX_DEPTH = 100_000
 """The deepest ranking groundkit keeps per query; RetrieveParams explains the choice."""
 
@@ -110,14 +109,8 @@ class RetrieveParams(_Section):
     @field_validator("retriever")
     @classmethod
     def _known_retriever(cls, value: str) -> str:
-        if value in BUILTIN_RETRIEVERS:
-            return value
-        parts = value.split(":")
-        if len(parts) == 3 and parts[0] == "python" and all(p.strip() for p in parts[1:]):
-            return value
-        raise ValueError(
-            f"unknown retriever; use one of {', '.join(BUILTIN_RETRIEVERS)} or python:MODULE:FACTORY"
-        )
+        kind_of(value)  # the registry's message lists the kinds
+        return value
 
     @field_validator("depth")
     @classmethod
@@ -133,15 +126,15 @@ class RetrieveParams(_Section):
         return _quotable_path(value, "retrieve.run")
 
     @model_validator(mode="after")
-    def _external_needs_run(self) -> RetrieveParams:
-        if self.retriever == "external" and not self.run:
-            raise ValueError("retriever 'external' needs retrieve.run, the path of the run file (JSONL)")
+    def _run_for_a_reader(self) -> RetrieveParams:
+        if not kind_of(self.retriever).searches and not self.run:
+            raise ValueError(f"retriever {self.retriever!r} needs retrieve.run, the path of the run file (JSONL)")
         return self
 
     @property
     def needs_embeddings(self) -> bool:
         """Whether the embed stage must compute chunk embeddings."""
-        return self.retriever in ("dense", "hybrid")
+        return kind_of(self.retriever).needs_embeddings
 
 
 class DenseParams(_Section):
@@ -221,20 +214,12 @@ class Params(_Section):
         parameters; the path of an external run is left out (it may be absolute, and says nothing
         about its content).
         """
-        retriever = self.retrieve.retriever
-        exclude: set[str] = {"corpus", "audit"}
-        if retriever not in ("bm25", "hybrid"):
-            exclude |= {"bm25", "tokenize"}
-        if retriever not in ("dense", "hybrid"):
-            exclude.add("dense")
-        if retriever != "hybrid":
-            exclude.add("hybrid")
-        if retriever == "external":
-            exclude.add("chunk")  # an external run brings its own passages
+        kind = kind_of(self.retrieve.retriever)
+        exclude = {"corpus", "audit"} | (SECTIONS - set(kind.sections))
         data = self.model_dump(mode="json", exclude=exclude)
         # Where the external run lies is not what was measured (and may be an absolute path).
         del data["retrieve"]["run"]
-        if not retriever.startswith("python:"):
+        if not kind.takes_options:
             del data["retrieve"]["options"]
         return data
 

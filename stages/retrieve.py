@@ -23,16 +23,16 @@ def main(argv: list[str] | None) -> int:
     parser.add_argument("--out", required=True, help="TREC run file")
     parser.add_argument("--passages-out", required=True, help="an external run's passages (JSONL)")
     args = parser.parse_args(argv)
-    params = load_params(args.params)
-    if params.retrieve.retriever == "external":
-        # dvc.yaml passes ${retrieve.run}; the params model reads the same key, so they cannot disagree.
-        params = load_params(args.params, [f"retrieve.run={args.run}"])
-    rankings = retrieve_step.run(
+    # dvc.yaml passes ${retrieve.run}, the same key the params model reads, so the override changes nothing
+    # but makes the command line, which DVC tracks, the path the stage reads.
+    params = load_params(args.params, [f"retrieve.run={args.run}"])
+    ranked = retrieve_step.run(
         Path(args.chunks), Path(args.documents), Path(args.index), Path(args.embeddings), Path(args.spans), params,
         out_run=Path(args.out), out_passages=Path(args.passages_out),
     )
-    empty = sum(1 for r in rankings.values() if not r)
-    print(f"retrieve ({params.retrieve.retriever}): {len(rankings)} queries, {empty} with no result", file=sys.stderr)
+    empty = sum(1 for r in ranked.rankings.values() if not r)
+    print(f"retrieve ({params.retrieve.retriever}): {len(ranked.rankings)} queries, {empty} with no result",
+          file=sys.stderr)
     return 0
 
 

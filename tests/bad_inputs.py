@@ -438,9 +438,12 @@ RUN_FILE_CASES: dict[str, RunFileCase] = {
     # the file as a whole
     "empty file": RunFileCase(b"", None, "holds no passages"),
     "blank lines only": RunFileCase(b"\n  \n\t\n", None, "holds no passages"),
-    "a BOM and nothing else": RunFileCase(b"\xef\xbb\xbf\n", None, "holds no passages"),
+    # One decoding policy for every file a user hands groundkit (groundkit/_text.py): a BOM is refused, not dropped.
+    "a BOM and nothing else": RunFileCase(b"\xef\xbb\xbf\n", 1, "byte order mark"),
+    "a BOM before a good line": RunFileCase(b"\xef\xbb\xbf" + GOOD_RUN_LINE.encode() + b"\n", 1, "byte order mark"),
+    "CRLF line endings": RunFileCase(f"{GOOD_RUN_LINE}\r\n".encode(), 1, "CRLF"),
     "invalid UTF-8": RunFileCase(_second_line(_passage(text="weekly")).replace(b"weekly", b"week\xffy"), 2,
-                                 "not valid UTF-8 (byte 0xff)"),
+                                 "not valid UTF-8 (byte 0xff at offset "),
     "bad first line, then a megabyte without a newline": RunFileCase(b"not json\n" + b"\0" * (1 << 20), 1,
                                                                      "invalid JSON"),
     # JSON that is not JSON a record can use

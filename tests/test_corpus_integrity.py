@@ -11,7 +11,8 @@ from groundkit.config import load_params
 from groundkit.corpus.chunking import chunk_documents
 from groundkit.corpus.documents import load_corpus
 from groundkit.corpus.judgments import Category, load_judgments
-from groundkit.corpus.spans import ChunkLocator, resolve_judgments
+from groundkit.corpus.passage import PassageLocator
+from groundkit.corpus.spans import resolve_judgments
 from groundkit.corpus.tokenizing import tokenize
 
 REPO = Path(__file__).resolve().parent.parent
@@ -74,7 +75,7 @@ def test_every_gold_document_is_a_file_inside_the_corpus_root(judgments):
 
 def test_boundary_quotes_straddle_a_chunk_boundary_under_default_params(documents, judgments):
     chunks = chunk_documents(documents.values(), PARAMS.chunk)
-    locator = ChunkLocator(chunks)
+    locator = PassageLocator(chunks)
     boundary = [j for j in judgments if j.category is Category.BOUNDARY]
     for judgment in resolve_judgments(boundary, documents, judgments_path=JUDGMENTS):
         assert any(len(locator.overlapping(span)) >= 2 for span in judgment.spans), judgment.query_id

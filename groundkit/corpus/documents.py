@@ -169,8 +169,3 @@ def corpus_hash(root: str | Path) -> str:
         f"{hashlib.sha256(read_document_bytes(path)).hexdigest()}  {rel}\n" for rel, path in corpus_files(Path(root))
     )
     return hashlib.sha256(listing.encode("utf-8")).hexdigest()
-
-
-def file_hash(path: str | Path) -> str:
-    """SHA-256 of a file's raw bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

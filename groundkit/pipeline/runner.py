@@ -21,6 +21,7 @@ from groundkit.pipeline.steps import resolve_spans as resolve_spans_step
 from groundkit.pipeline.steps import retrieve as retrieve_step
 from groundkit.pipeline.steps import score as score_step
 from groundkit.pipeline.steps import validate_judgments as validate_judgments_step
+from groundkit.retrieval.registry import kind_of
 
 ARTIFACTS = (
     "validation.json",
@@ -65,7 +66,7 @@ def run(
     corpus, judgments = Path(corpus), Path(judgments)
     sources: dict[str, str | Path | None] = {"the corpus folder": corpus, "the judgments file": judgments,
                                              **(inputs or {})}
-    if params.retrieve.retriever == "external":
+    if not kind_of(params.retrieve.retriever).searches:
         sources["the run file"] = params.retrieve.run
     with output_folder(out, command=command, artifacts=ARTIFACTS, inputs=sources, force=force) as work:
         validate_judgments_step.run(judgments, corpus, params.audit, work / "validation.json", work / "audit.json",

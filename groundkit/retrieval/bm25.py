@@ -35,7 +35,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from itertools import chain, count
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from groundkit.artifacts import atomic_directory, dumps_json, file_sha256
 from groundkit.corpus.passage import Chunk
 from groundkit.corpus.tokenizing import TokenizeParams, make_tokenizer
 from groundkit.errors import ArtifactError
+
+if TYPE_CHECKING:
+    from groundkit.config import Params
 
 # /2: the manifest records the tokenizer configuration (a mapping), not a fixed string.
 FORMAT = "groundkit-bm25/2"
@@ -325,3 +328,8 @@ def top_k(scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
     rows, values = _select(scores, depth)
     # tolist() turns float32 into the same Python floats float() would, in one call.
     return list(zip(rows.tolist(), values.tolist(), strict=True))
+
+
+def build(params: Params, chunks: Sequence[Chunk], index_dir: Path, embeddings_dir: Path) -> BM25Index:
+    """The index stage's index; it carries its own rows, so ``chunks`` is not needed."""
+    return BM25Index.load(index_dir)

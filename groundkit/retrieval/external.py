@@ -17,17 +17,29 @@ The whole file is checked before anything is scored; the first bad line stops
 the run with its file and line. Lines are read one at a time, so a bad line
 near the top of a huge file is reported without reading the rest. A file
 without a single passage is refused: it would score every query as a miss.
+The file is UTF-8 with LF line endings and no byte order mark, like every
+file a user hands groundkit (groundkit/_text.py says why).
+
+In the retriever registry ``external`` is the kind that reads instead of
+searching: :func:`read` turns the file into a run of passages, keeping each
+query's first ``retrieve.depth``. The run has ranks and no scores, and the
+TREC run file says so (see groundkit/retrieval/trec.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from groundkit._json import JSONLineError, loads_line
-from groundkit.corpus.passage import Chunk, Document
-from groundkit.corpus.spans import _line_col, _near_miss
+from groundkit._text import utf8_lf_lines
+from groundkit.corpus.passage import Document, Excerpt, NotOnce, Passage, is_corpus_relative, locate_once
 from groundkit.errors import RunFileError
+from groundkit.retrieval.registry import Run, Sources
+
+if TYPE_CHECKING:
+    from groundkit.config import Params
 
 FIELDS = ("query_id", "rank", "document", "start", "end", "text")
 FORMAT_FIX = ('each line is {"query_id": str, "rank": int, "document": "<corpus-relative path>"} plus either '
@@ -48,34 +60,27 @@ def _show(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({type(value).__name__} of {len(text)} characters)"
 
 
-def _locate(path: Path, number: int, document: Document, text: str) -> int:
+def _locate(path: Path, number: int, document: Document, text: str) -> Passage:
     if not text.strip():
         raise _fail(path, number, "text is empty", key="text")
-    first = document.text.find(text)
-    if first < 0:
+    found = locate_once(document, text)
+    if isinstance(found, NotOnce) and found.count == 0:
         raise _fail(path, number, f"text not found in {document.path!r}: {text[:80]!r}"
-                    f"{'...' if len(text) > 80 else ''}; {_near_miss(text, document.text)}",
+                    f"{'...' if len(text) > 80 else ''}; {found.detail}",
                     fix="give the passage verbatim as the corpus holds it, or give start/end offsets instead",
                     key="text")
-    starts = [first]
-    nxt = document.text.find(text, first + 1)
-    while nxt >= 0 and len(starts) < 5:
-        starts.append(nxt)
-        nxt = document.text.find(text, nxt + 1)
-    if len(starts) > 1:
-        places = ", ".join(f"{_line_col(document.text, s)} (offset {s})" for s in starts)
-        raise _fail(path, number, f"text occurs {len(starts) if nxt < 0 else 'at least 5'} times in "
-                    f"{document.path!r}, at line:col {places}, so its position is ambiguous",
+    if isinstance(found, NotOnce):
+        raise _fail(path, number, f"text occurs {found.count} times in {document.path!r}, at {found.detail}, so "
+                    "its position is ambiguous",
                     fix="give start/end offsets for this passage instead of its text", key="text")
-    return first
+    return found
 
 
-def _passage(path: Path, number: int, record: dict, documents: Mapping[str, Document]) -> Chunk:
+def _passage(path: Path, number: int, record: dict, documents: Mapping[str, Document]) -> Excerpt:
     name = record["document"]
     if not isinstance(name, str) or not name:
         raise _fail(path, number, f"document must be a non-empty string, got {_show(name)}", key="document")
-    posix = PurePosixPath(name)
-    if posix.is_absolute() or ".." in posix.parts or "\\" in name:
+    if not is_corpus_relative(name):
         raise _fail(path, number, f"document {name!r} is not a corpus-relative path",
                     fix="write the path relative to the corpus root, e.g. 'storage/compaction.md'", key="document")
     document = documents.get(name)
@@ -101,9 +106,9 @@ def _passage(path: Path, number: int, record: dict, documents: Mapping[str, Docu
         text = record["text"]
         if not isinstance(text, str):
             raise _fail(path, number, f"text must be a string, got {_show(text)}", key="text")
-        start = _locate(path, number, document, text)
-        end = start + len(text)
-    return Chunk(document=name, start_offset=start, end_offset=end, text=document.text[start:end])
+        located = _locate(path, number, document, text)
+        start, end = located.start, located.end
+    return Excerpt(document=name, start=start, end=end, text=document.text[start:end])
 
 
 EMPTY_FIX = ("write one JSON line per retrieved passage (see examples/README.md); if this is the file you meant, "
@@ -111,26 +116,18 @@ EMPTY_FIX = ("write one JSON line per retrieved passage (see examples/README.md)
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Each line's number and text (without its LF), decoded one line at a time; a UTF-8 BOM is dropped."""
+    """Each line's number and text, decoded one line at a time under the policy of every file users hand us."""
     try:
         handle = path.open("rb")
     except OSError as exc:
         raise RunFileError(path, f"cannot be read ({exc.strerror})", fix="check the file's permissions") from None
     with handle:
-        for number, raw in enumerate(handle, start=1):
-            # A multi-byte UTF-8 character never contains the byte 0x0a, so splitting bytes at LF is safe.
-            data = raw.removesuffix(b"\n")
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise RunFileError(path, f"is not valid UTF-8 (byte 0x{data[exc.start]:02x})",
-                                   fix="write the file as UTF-8", line=number) from None
-            yield number, text.removeprefix("\ufeff") if number == 1 else text
+        yield from utf8_lf_lines(path, handle, error=RunFileError, hashed_as="the run's SHA-256 in run.json")
 
 
 def read_external_run(
     path: str | Path, documents: Mapping[str, Document], query_ids: Sequence[str]
-) -> dict[str, list[Chunk]]:
+) -> dict[str, list[Excerpt]]:
     """Parse and check an external run; every query in ``query_ids`` gets a (possibly empty) ranking.
 
     Raises:
@@ -141,7 +138,7 @@ def read_external_run(
         problem = "is a directory, not a run file" if path.is_dir() else "run file does not exist"
         raise RunFileError(path, problem, fix="check the path (retrieve.run or score-run's RUN)")
     known = set(query_ids)
-    by_query: dict[str, dict[int, tuple[int, Chunk]]] = {}
+    by_query: dict[str, dict[int, tuple[int, Excerpt]]] = {}
     for number, line in _lines(path):
         if not line.strip():
             continue
@@ -173,14 +170,14 @@ def read_external_run(
                         fix="number each query's passages 1, 2, 3, ... without repeats", key="rank")
         passage = _passage(path, number, record, documents)
         for other_line, other in ranks.values():
-            if other.chunk_id == passage.chunk_id:
+            if other.passage_id == passage.passage_id:
                 raise _fail(path, number, f"query {query_id!r} ranks the same passage twice (also line {other_line})",
                             fix="list each passage once per query")
         ranks[rank] = (number, passage)
     if not by_query:
         raise RunFileError(path, "holds no passages (it is empty or blank), so no query was answered and every "
                            "answerable query would score 0", fix=EMPTY_FIX)
-    rankings: dict[str, list[Chunk]] = {q: [] for q in query_ids}
+    rankings: dict[str, list[Excerpt]] = {q: [] for q in query_ids}
     for query_id, ranks in by_query.items():
         ordered = sorted(ranks)
         for expected, rank in enumerate(ordered, start=1):
@@ -189,3 +186,15 @@ def read_external_run(
                             fix="number each query's passages 1, 2, 3, ... without gaps", key="rank")
         rankings[query_id] = [ranks[rank][1] for rank in ordered]
     return rankings
+
+
+def read(params: Params, sources: Sources, query_ids: Sequence[str]) -> Run:
+    """The run ``retrieve.run`` holds, cut to ``retrieve.depth`` per query, as passage ids without scores."""
+    documents = {d.path: d for d in sources.documents()}
+    depth = params.retrieve.depth
+    rankings: dict[str, list[tuple[str, float | None]]] = {}
+    passages: dict[str, Excerpt] = {}
+    for query_id, ranked in read_external_run(params.retrieve.run, documents, query_ids).items():
+        rankings[query_id] = [(p.passage_id, None) for p in ranked[:depth]]
+        passages.update((p.passage_id, p) for p in ranked[:depth])
+    return Run(rankings, sorted(passages.values(), key=lambda p: (p.document, p.start, p.end)))

@@ -1,13 +1,16 @@
-"""Retrievers: anything that ranks chunks for a query, chosen by ``retrieve.retriever``.
+"""The retriever registry: every kind of ``retrieve.retriever``, what it needs, and how to run it.
 
-The contract is one method::
+A retriever ranks passages for a query. Those that search groundkit's chunks
+offer one method::
 
     class Retriever(Protocol):
         def search(self, query: str, depth: int) -> list[tuple[str, float]]: ...
 
 returning at most ``depth`` ``(chunk_id, score)`` pairs, higher score better.
 Built in: ``bm25`` (the baseline, the index stage's index), ``dense``
-(groundkit/retrieval/dense.py) and ``hybrid`` (reciprocal rank fusion of the two).
+(groundkit/retrieval/dense.py) and ``hybrid`` (reciprocal rank fusion of the
+two). ``external`` searches nothing: it reads the ranked passages of another
+system from ``retrieve.run`` (groundkit/retrieval/external.py).
 
 Your own retriever: ``retrieve.retriever: python:MODULE:FACTORY``. groundkit
 imports MODULE (the current directory is searched first, then the installed
@@ -18,252 +21,154 @@ groundkit.corpus.passage.Chunk: ``chunk_id``, ``document``, ``start_offset``,
 every result (a known chunk id, at most once, a finite score, at most
 ``depth`` results) and then orders them itself: score descending, then
 (document, start_offset). Returning nothing is how a retriever abstains.
+groundkit/retrieval/plugin.py holds the checks.
 
-Whatever leaves the user's code other than a return (an exception, or a
-``sys.exit`` that would otherwise end ``groundkit run`` with status 0 and
-nothing written) becomes one RetrieverError naming the retriever and the step:
-the import, the factory, or a search. Only KeyboardInterrupt and SIGTERM (the guard's
-Terminated) pass through: they come from outside the plugin.
+Each kind is declared once, in ``RETRIEVERS``: the name, the module that
+implements it, what it needs and which params sections its numbers depend
+on. Everything that used to ask "is the retriever dense?" asks the kind
+instead. The implementing module is imported by name, only when the kind
+runs: params validation reads this table in every stage, and must pull
+neither torch nor every retriever's code into every stage.
 """
 
 from __future__ import annotations
 
-import copy
 import importlib
-import itertools
-import math
-import sys
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from fractions import Fraction
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
+from groundkit._progress import track
 
-from groundkit._guard import Terminated
-from groundkit.config import Params
-from groundkit.corpus.passage import Chunk
-from groundkit.errors import RetrieverError
+if TYPE_CHECKING:
+    from groundkit.config import Params
+    from groundkit.corpus.passage import Chunk, Document, Excerpt
 
 Ranking = list[tuple[str, float]]
 
 
 class Retriever(Protocol):
-    """What every retriever offers: a ranked list of (chunk_id, score) for a query."""
+    """What every retriever that searches chunks offers: a ranked list of (chunk_id, score) for a query."""
 
     def search(self, query: str, depth: int) -> Ranking:
         """At most ``depth`` results, best first."""
         ...
 
 
-RetrieverFactory = Callable[[Sequence[Chunk], Mapping[str, Any]], Retriever]
+@dataclass(frozen=True)
+class RetrieverKind:
+    """One kind of retriever, as ``retrieve.retriever`` names it.
 
-
-def rank_rows(scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
-    """Every row, best first, at most ``depth``: score descending, then row ascending.
-
-    Unlike BM25's ``top_k`` no row is dropped for a score at or below zero: a
-    cosine can be negative and still be the best there is.
+    Attributes:
+        name: The name in params.yaml; for a kind written with arguments, the part before the first colon.
+        usage: How params.yaml writes it, e.g. ``python:MODULE:FACTORY``.
+        module: The module implementing it: ``build(params, chunks, index_dir, embeddings_dir)`` for a kind that
+            searches, ``read(params, sources, query_ids)`` for one that reads a run.
+        run_tag: The tag column of its TREC run.
+        sections: The params sections, besides retrieve and score, its numbers depend on (kept in run.json).
+        searches: True if it ranks groundkit's chunks, so that every relevant chunk is known; False if it
+            reads a run of its own passages.
+        needs_index: It searches the BM25 index of the index stage.
+        needs_embeddings: The embed stage must embed the chunks for it.
+        needs_chunks: It is handed the chunks themselves (BM25 reads its own rows from the index).
+        takes_options: ``retrieve.options`` are its own (handed to a plugin's factory) and recorded in run.json.
     """
-    rows = np.arange(scores.size)
-    order = np.lexsort((rows, -scores.astype(np.float64)))[:depth]
-    return [(int(row), float(scores[row])) for row in order]
+
+    name: str
+    usage: str
+    module: str
+    run_tag: str
+    sections: tuple[str, ...] = ()
+    searches: bool = True
+    needs_index: bool = False
+    needs_embeddings: bool = False
+    needs_chunks: bool = False
+    takes_options: bool = False
 
 
-def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[tuple[str, float]]], order_key: Mapping[str, tuple[str, int]], rrf_k: int, depth: int
-) -> Ranking:
-    """Fuse rankings by RRF (Cormack, Clarke and Büttcher, SIGIR 2009).
+BM25 = RetrieverKind("bm25", "bm25", "groundkit.retrieval.bm25", "groundkit-bm25",
+                     sections=("chunk", "bm25", "tokenize"), needs_index=True)
+DENSE = RetrieverKind("dense", "dense", "groundkit.retrieval.dense", "groundkit-dense",
+                      sections=("chunk", "dense"), needs_embeddings=True, needs_chunks=True)
+HYBRID = RetrieverKind("hybrid", "hybrid", "groundkit.retrieval.hybrid", "groundkit-hybrid",
+                       sections=("chunk", "bm25", "tokenize", "dense", "hybrid"), needs_index=True,
+                       needs_embeddings=True, needs_chunks=True)
+# An external run brings its own passages, so not even the chunk parameters shape its numbers.
+EXTERNAL = RetrieverKind("external", "external", "groundkit.retrieval.external", "groundkit-external",
+                         searches=False)
+PYTHON = RetrieverKind("python", "python:MODULE:FACTORY", "groundkit.retrieval.plugin", "groundkit-python",
+                       sections=("chunk",), needs_chunks=True, takes_options=True)
 
-    score(d) = sum over the rankings that hold d of 1 / (rrf_k + rank(d)), ranks 1-based.
-    Sums are exact fractions, so two chunks tie exactly when their sums are equal
-    and the tie goes to ``order_key`` (document, start_offset); floats only for display.
+RETRIEVERS: tuple[RetrieverKind, ...] = (BM25, DENSE, HYBRID, EXTERNAL, PYTHON)
+"""Every kind, in the order messages list them."""
+
+SECTIONS = frozenset(section for kind in RETRIEVERS for section in kind.sections)
+"""The params sections some retriever depends on; run.json keeps those of the retriever used."""
+
+_BY_NAME = {kind.name: kind for kind in RETRIEVERS}
+
+
+def kind_of(retriever: str) -> RetrieverKind:
+    """The kind ``retriever`` (a value of ``retrieve.retriever``) names.
+
+    Raises:
+        ValueError: it names none, or gives the wrong number of non-empty ``:`` arguments (params validation
+            reports it as a ParamsError on ``retrieve.retriever``).
     """
-    fused: dict[str, Fraction] = {}
-    for ranking in rankings:
-        for rank, (chunk_id, _score) in enumerate(ranking, start=1):
-            fused[chunk_id] = fused.get(chunk_id, Fraction(0)) + Fraction(1, rrf_k + rank)
-    ordered = sorted(fused, key=lambda chunk_id: (-fused[chunk_id], order_key[chunk_id]))
-    return [(chunk_id, float(fused[chunk_id])) for chunk_id in ordered[:depth]]
+    parts = retriever.split(":")
+    kind = _BY_NAME.get(parts[0])
+    if kind is not None and len(parts) == kind.usage.count(":") + 1 and all(p.strip() for p in parts[1:]):
+        return kind
+    usages = [k.usage for k in RETRIEVERS]
+    raise ValueError(f"unknown retriever; use one of {', '.join(usages[:-1])} or {usages[-1]}")
 
 
-class HybridRetriever:
-    """Reciprocal rank fusion of BM25 and dense, each searched to the same depth."""
+@dataclass(frozen=True)
+class Sources:
+    """What a retriever may read: the artifacts of the stages before retrieve, loaded only when asked for."""
 
-    def __init__(self, chunks: Sequence[Chunk], bm25: Retriever, dense: Retriever, rrf_k: int) -> None:
-        self._order = {c.chunk_id: (c.document, c.start_offset) for c in chunks}
-        self._bm25, self._dense, self.rrf_k = bm25, dense, rrf_k
-
-    def search(self, query: str, depth: int) -> Ranking:
-        runs = [self._bm25.search(query, depth), self._dense.search(query, depth)]
-        return reciprocal_rank_fusion(runs, self._order, self.rrf_k, depth)
+    chunks: Callable[[], list[Chunk]]
+    documents: Callable[[], list[Document]]
+    index_dir: Path
+    embeddings_dir: Path
 
 
-_WHERE = {"path": "params.yaml", "key": "retrieve.retriever"}
-_SHOWN_CHARS = 200  # of a value or message the user's code made: enough to recognise it, never a flood
+@dataclass(frozen=True)
+class Run:
+    """What retrieval emits: per query, passage ids best first.
 
-
-_FROM_OUTSIDE = (KeyboardInterrupt, Terminated)
-"""Exceptions that reach the plugin's code from outside it; they end the run as they would anywhere."""
-
-
-def _shown(value: object, *, text: bool = False) -> str:
-    """``repr`` (or ``str``) of a value the user's code made, cut short.
-
-    Showing it runs their ``__repr__``, which may itself raise or exit; that must
-    not replace the error being reported.
+    Attributes:
+        rankings: ``query_id -> [(passage_id, score), ...]``; the score is None for a run that gave
+            ranks only (an external run), which the TREC run file writes as ``-rank``.
+        passages: The passages ranked that are not groundkit's chunks (an external run's), ordered by
+            (document, start, end); empty when the chunks are what was ranked.
     """
-    try:
-        shown = str(value) if text else repr(value)
-    except _FROM_OUTSIDE:
-        raise
-    except BaseException:
-        shown = f"<{type(value).__name__} that cannot be shown>"
-    return shown if len(shown) <= _SHOWN_CHARS else shown[:_SHOWN_CHARS] + "..."
 
-
-@contextmanager
-def _user_code(spec: str, step: str, fix: str) -> Iterator[None]:
-    """Run the retriever's own code; anything but a normal return becomes a RetrieverError naming ``step``.
-
-    SystemExit is caught too: a plugin that exits (even with 0) must not end the run as a success
-    with nothing written. KeyboardInterrupt (the person at the terminal) and Terminated (SIGTERM, turned
-    into an exception by groundkit's guard) come from outside the plugin and pass through.
-    """
-    try:
-        yield
-    except _FROM_OUTSIDE:
-        raise
-    except SystemExit as exc:
-        raise RetrieverError(**_WHERE, problem=f"retriever {spec!r}: {step} tried to end the process "
-                             f"(SystemExit with code {_shown(exc.code)}); plugin code must return or raise, "
-                             "never exit",
-                             fix="remove the sys.exit() (or exit()) call from the retriever's code; raise an "
-                                 "exception to report a problem") from exc
-    except BaseException as exc:
-        # The user's code failed, not groundkit's: say so; --debug shows their traceback (chained).
-        detail = _shown(exc, text=True)
-        raised = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-        raise RetrieverError(**_WHERE, problem=f"retriever {spec!r}: {step} raised {raised}", fix=fix) from exc
-
-
-def load_factory(spec: str) -> RetrieverFactory:
-    """Import the factory named by ``python:MODULE:FACTORY``."""
-    _, module_name, attribute = spec.split(":")
-    added = str(Path.cwd())
-    sys.path.insert(0, added)  # like `python -m`: a module next to params.yaml is found
-    try:
-        with _user_code(spec, f"importing module {module_name!r}",
-                        fix="put the module in the current directory or on PYTHONPATH, or install it; if it is "
-                            "there, fix the error its import raises (--debug shows the traceback)"):
-            module = importlib.import_module(module_name)
-            factory = getattr(module, attribute, None)
-    finally:
-        if added in sys.path:  # the module's own code may already have taken it out
-            sys.path.remove(added)
-    if not callable(factory):
-        raise RetrieverError(**_WHERE, problem=f"retriever {spec!r}: module {module_name!r} has no callable "
-                             f"{attribute!r}",
-                             fix="name a function (or class) taking (chunks, options) that returns a retriever")
-    return factory
-
-
-def _read_pair(item: object) -> tuple[str, float] | str:
-    """One result as (plain str, finite float), or a sentence saying what is wrong with it."""
-    if not (isinstance(item, tuple | list) and len(item) == 2):
-        return f"returned {_shown(item)}, not a (chunk_id, score) pair"
-    chunk_id, score = item
-    if not isinstance(chunk_id, str):
-        return f"returned chunk id {_shown(chunk_id)} ({type(chunk_id).__name__}); chunk ids are strings"
-    # A str subclass (numpy.str_, or one with its own __hash__/__eq__) becomes a plain str, so the
-    # lookups below and the run file see the characters and nothing else.
-    chunk_id = str.__str__(chunk_id)
-    if isinstance(score, bool) or not isinstance(score, int | float | np.floating | np.integer):
-        return f"returned score {_shown(score)} for chunk {_shown(chunk_id)}; scores must be finite numbers"
-    try:
-        value = float(score)
-    except OverflowError:  # an int beyond the float range, such as 10**400 (its repr may be too long to make)
-        digits = int(int(score).bit_length() * math.log10(2)) + 1
-        return (f"returned an integer score of about {digits} digits for chunk {_shown(chunk_id)}, too large for a "
-                "float; scores must be finite numbers")
-    if not math.isfinite(value):
-        return f"returned score {_shown(score)} for chunk {_shown(chunk_id)}; scores must be finite numbers"
-    return chunk_id, value
-
-
-class CheckedRetriever:
-    """Wraps a user's retriever: checks each result and imposes groundkit's total order."""
-
-    def __init__(self, spec: str, inner: Retriever, chunks: Sequence[Chunk]) -> None:
-        self.spec = spec
-        self._inner = inner
-        self._order = {c.chunk_id: (c.document, c.start_offset) for c in chunks}
-        with _user_code(spec, "looking up search() on what the factory returned",
-                        fix="fix the retriever class; re-run with --debug for its traceback"):
-            search = getattr(inner, "search", None)
-        if not callable(search):
-            self._fail(f"the factory returned {type(inner).__name__}, which has no search(query, depth) method")
-
-    def _fail(self, problem: str) -> NoReturn:
-        raise RetrieverError(**_WHERE, problem=f"retriever {self.spec!r}: {problem}",
-                             fix="see the contract in groundkit/retrieval/registry.py: search(query, depth) returns "
-                                 "at most "
-                                 "depth (chunk_id, score) pairs")
-
-    def search(self, query: str, depth: int) -> Ranking:
-        call = f"search({_shown(query)}, {depth})"
-        fix = "fix the retriever; re-run with --debug for its traceback"
-        with _user_code(self.spec, call, fix=fix):
-            returned = self._inner.search(query, depth)
-        if isinstance(returned, str | bytes | Mapping) or not isinstance(returned, Iterable):
-            self._fail(f"search(query, depth) returned {type(returned).__name__}, not a list of (chunk_id, score)")
-        with _user_code(self.spec, f"iterating the results of {call}", fix=fix):
-            # One past depth tells that there are too many; an endless generator must not hang the run.
-            results = list(itertools.islice(returned, depth + 1))
-            if isinstance(returned, Generator):
-                returned.close()  # runs its cleanup here, where a failure is reported, not at garbage collection
-        if len(results) > depth:
-            self._fail(f"returned more than {depth} results for depth {depth}")
-        seen: dict[str, float] = {}
-        for position, item in enumerate(results, start=1):
-            # Reading a result runs the user's __len__, __iter__, __float__ or __repr__, any of which may misbehave.
-            with _user_code(self.spec, f"reading result {position} of {call}", fix=fix):
-                pair = _read_pair(item)
-            if isinstance(pair, str):
-                self._fail(pair)
-            chunk_id, score = pair
-            if chunk_id not in self._order:
-                self._fail(f"returned chunk id {_shown(chunk_id)}, which is not one of the chunks it was built from")
-            if chunk_id in seen:
-                self._fail(f"returned chunk {chunk_id!r} twice for one query")
-            seen[chunk_id] = score
-        ordered = sorted(seen, key=lambda chunk_id: (-seen[chunk_id], self._order[chunk_id]))
-        return [(chunk_id, seen[chunk_id]) for chunk_id in ordered]
+    rankings: dict[str, list[tuple[str, float | None]]]
+    passages: list[Excerpt]
 
 
 def build_retriever(params: Params, chunks: Sequence[Chunk], index_dir: Path, embeddings_dir: Path) -> Retriever:
     """The retriever ``params.retrieve.retriever`` names, ready to search ``chunks``."""
-    name = params.retrieve.retriever
-    if name == "bm25":
-        from groundkit.retrieval.bm25 import BM25Index
+    kind = kind_of(params.retrieve.retriever)
+    if not kind.searches:
+        raise ValueError(f"{params.retrieve.retriever!r} is not a retriever that searches chunks")
+    built: Retriever = importlib.import_module(kind.module).build(params, chunks, index_dir, embeddings_dir)
+    return built
 
-        return BM25Index.load(index_dir)
-    if name in ("dense", "hybrid"):
-        from groundkit.retrieval.dense import DenseRetriever, Encoder, load_embeddings
 
-        encoder = Encoder(params.dense)
-        dense = DenseRetriever(chunks, load_embeddings(embeddings_dir, chunks, encoder), encoder)
-        if name == "dense":
-            return dense
-        from groundkit.retrieval.bm25 import BM25Index
-
-        return HybridRetriever(chunks, BM25Index.load(index_dir), dense, params.hybrid.rrf_k)
-    if name.startswith("python:"):
-        factory = load_factory(name)
-        # A deep copy: the factory may edit its options in place, and run.json must record what the user wrote.
-        options = copy.deepcopy(dict(params.retrieve.options))
-        with _user_code(name, "the factory", fix="fix the factory; re-run with --debug for its traceback"):
-            built = factory(list(chunks), options)
-        return CheckedRetriever(name, built, chunks)
-    raise ValueError(f"{name!r} is not a retriever that searches chunks")
+def retrieve(params: Params, sources: Sources, queries: Sequence[tuple[str, str]]) -> Run:
+    """Rank passages for every ``(query_id, query)`` with the retriever ``params`` names, or read its run."""
+    kind = kind_of(params.retrieve.retriever)
+    if not kind.searches:
+        run: Run = importlib.import_module(kind.module).read(params, sources, [query_id for query_id, _ in queries])
+        return run
+    retriever = build_retriever(params, sources.chunks() if kind.needs_chunks else [], sources.index_dir,
+                                sources.embeddings_dir)
+    depth = params.retrieve.depth
+    rankings: dict[str, list[tuple[str, float | None]]] = {
+        query_id: list(retriever.search(query, depth))
+        for query_id, query in track(queries, desc="retrieve", unit="query")
+    }
+    return Run(rankings, [])

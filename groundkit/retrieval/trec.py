@@ -1,10 +1,14 @@
 """TREC run and qrels files, the formats trec_eval and ir_measures read.
 
-Run: ``query_id Q0 chunk_id rank score tag``, ranks 1..n per query in
-groundkit's order. Qrels: ``query_id 0 chunk_id 1``. An external run's qrels
+Run: ``query_id Q0 passage_id rank score tag``, ranks 1..n per query in
+groundkit's order, the tag being the retriever kind's (see retrieval/registry.py).
+A run that gave ranks and no scores (an external run) writes ``-rank`` in the
+score column: the column must hold a number, trec_eval and ir_measures order
+by it, and ``-rank`` orders exactly as the ranks do while no reader can take it
+for a similarity the other system computed. Qrels: ``query_id 0 chunk_id 1``. An external run's qrels
 also hold placeholder ids ``gold-<hex>`` standing for gold spans, enough to
 bring each answerable query's relevant count up to groundkit's ideal count
-(see ``scoring.score_passages``). No run contains them; they keep every
+(see ``scoring.score.score_run``). No run contains them; they keep every
 answerable query in the file and give trec_eval groundkit's ideal DCG.
 
 groundkit reads the rank column, never re-sorting by score; trec_eval sorts by
@@ -21,21 +25,14 @@ from pathlib import Path
 from groundkit.artifacts import read_lines
 from groundkit.errors import ArtifactError
 
-RUN_TAG = "groundkit-bm25"
-
-
-def run_tag(retriever: str) -> str:
-    """The run's tag column: ``groundkit-<retriever>`` (``groundkit-python`` for a python: retriever)."""
-    return "groundkit-python" if retriever.startswith("python:") else f"groundkit-{retriever}"
-
 Ranking = list[tuple[str, float]]
 
 
-def run_lines(rankings: Mapping[str, Sequence[tuple[str, float]]], tag: str = RUN_TAG) -> Iterable[str]:
-    """Lines of a TREC run, queries in the mapping's order."""
+def run_lines(rankings: Mapping[str, Sequence[tuple[str, float | None]]], tag: str) -> Iterable[str]:
+    """Lines of a TREC run, queries in the mapping's order; a score of None is written as ``-rank``."""
     for query_id, ranking in rankings.items():
-        for rank, (chunk_id, score) in enumerate(ranking, start=1):
-            yield f"{query_id} Q0 {chunk_id} {rank} {score:.6f} {tag}"
+        for rank, (passage_id, score) in enumerate(ranking, start=1):
+            yield f"{query_id} Q0 {passage_id} {rank} {-rank if score is None else score:.6f} {tag}"
 
 
 def qrels_lines(qrels: Mapping[str, Iterable[str]]) -> Iterable[str]:

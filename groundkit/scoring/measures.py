@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence, Set
 from dataclasses import dataclass
 from enum import Enum
 
+from groundkit.corpus.passage import Passage
 from groundkit.errors import MeasureError
 
 
@@ -79,10 +80,6 @@ def ndcg_at_k(ranking: Sequence[str], gold: Set[str], k: int, *, ideal_count: in
     return dcg / ideal
 
 
-Passage = tuple[str, int, int]
-"""A retrieved or gold passage: ``(document, start, end)`` character offsets, end exclusive."""
-
-
 def context_chars_at_k(passages: Sequence[Passage], k: int) -> int:
     """Characters of context the top ``k`` passages put in front of a reader: the sum of their lengths.
 
@@ -91,7 +88,7 @@ def context_chars_at_k(passages: Sequence[Passage], k: int) -> int:
     """
     if k <= 0:
         raise ValueError(f"k must be positive, got {k}")
-    return sum(end - start for _, start, end in passages[:k])
+    return sum(passage.length for passage in passages[:k])
 
 
 def budget_hit(passages: Sequence[Passage], gold: Sequence[Passage], budget: int) -> float:
@@ -106,11 +103,11 @@ def budget_hit(passages: Sequence[Passage], gold: Sequence[Passage], budget: int
     if budget <= 0:
         raise ValueError(f"budget must be positive, got {budget}")
     used = 0
-    for document, start, end in passages:
-        visible_end = start + min(end - start, budget - used)
-        if any(document == g_doc and start < g_end and g_start < visible_end for g_doc, g_start, g_end in gold):
+    for passage in passages:
+        visible = passage.head(budget - used)
+        if any(visible.overlaps(span) for span in gold):
             return 1.0
-        used += end - start
+        used += passage.length
         if used >= budget:
             break
     return 0.0
@@ -144,9 +141,8 @@ class QueryRun:
     Attributes:
         ranking: Retrieved ids, best first.
         gold: The relevant ids among all ids (qrels of the query).
-        passages: ``(document, start, end)`` of (at least) the head of ``ranking``: the top
-            max(ks) and enough to fill the largest budget.
-        spans: The query's gold spans as ``(document, start, end)``.
+        passages: The passages of ``ranking``, in the same order.
+        spans: The query's gold spans.
         ideal_count: Replaces ``len(gold)`` in nDCG's ideal DCG when the gold set is not known in
             full (an external run's passages); None otherwise.
     """

@@ -1,4 +1,4 @@
-"""Scoring a run: derive chunk-level qrels from gold spans, then apply the metrics."""
+"""Scoring a run: derive passage-level qrels from gold spans, then apply the metrics."""
 
 from __future__ import annotations
 
@@ -6,38 +6,77 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 
 from groundkit.corpus.judgments import Category
-from groundkit.corpus.passage import Chunk, content_id
-from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan, chunk_overlaps_span, relevant_chunk_ids
-from groundkit.scoring.measures import MEASURES, Passage, QueryRun, budget_hit, first_gold_rank
+from groundkit.corpus.passage import Excerpt, Passage, PassageLocator, content_id
+from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
+from groundkit.scoring.measures import MEASURES, QueryRun, budget_hit, first_gold_rank
 from groundkit.scoring.schema import QueryResult, StageResult
 
 BUDGET_CURVE = tuple(range(100, 4001, 100))
 """Context budgets (characters) at which the budget plot samples hit rate."""
 
 
-def score_rankings(
+def score_run(
     resolved: Sequence[ResolvedJudgment],
-    chunks: Sequence[Chunk],
-    rankings: Mapping[str, Sequence[str]],
+    ranked: Mapping[str, Sequence[Excerpt]],
     ks: Sequence[int],
     budgets: Sequence[int] = (),
+    *,
+    universe: Sequence[Excerpt] | None,
 ) -> tuple[StageResult, dict[str, set[str]]]:
-    """Score every judgment's ranking (chunk ids, best first).
+    """Score a run: every judgment's ranked passages, best first.
 
-    Returns the result and the derived qrels (answerable queries only).
+    A passage is relevant when it overlaps a gold span of its query. How many
+    relevant passages there are (the ideal count in nDCG's IDCG) depends on
+    what the retriever chose from:
+
+    - ``universe`` given (groundkit's chunks): every relevant passage is known,
+      so the qrels are all passages of the universe that overlap a gold span,
+      and the ideal count is their number.
+    - ``universe`` None (an external run's own passages): the relevant passages
+      the run did not retrieve are unknown, so the ideal count is
+      max(distinct gold spans, relevant passages retrieved): one passage per
+      span is ideal, and retrieving more relevant passages than spans can never
+      push nDCG above 1. The qrels hold the relevant passages retrieved and, up
+      to the ideal count, one placeholder id per gold span
+      (:func:`unretrieved_gold_id`), taking first the spans no retrieved passage
+      overlaps. No run holds a placeholder, so trec_eval and ir_measures compute
+      the same ideal DCG as groundkit, and a query whose gold was never
+      retrieved (or that the run left out) still counts, as a 0.
+
+    Hit rate, MRR and the cost measures need no ideal count: the same passages
+    score the same either way.
+
+    Returns the result and the qrels (answerable queries only).
     """
-    qrels = relevant_chunk_ids((j for j in resolved if j.category is not Category.NO_ANSWER), chunks)
-    located = {c.chunk_id: _passage(c) for c in chunks}
-    reach = _Reach(ks, budgets)
+    locator = PassageLocator(universe) if universe is not None else None
     results = []
+    qrels: dict[str, set[str]] = {}
     for judgment in resolved:
-        ranking = list(rankings.get(judgment.query_id, ()))
+        passages = list(ranked.get(judgment.query_id, ()))
+        ranking = [p.passage_id for p in passages]
         if judgment.category is Category.NO_ANSWER:
             results.append(_no_answer_result(judgment, len(ranking)))
+            continue
+        if locator is not None:
+            gold = {p.passage_id for span in judgment.spans for p in locator.overlapping(span)}
+            qrels[judgment.query_id], ideal = gold, len(gold)
         else:
-            gold = qrels[judgment.query_id]
-            results.append(_query_result(judgment, ranking, gold, reach.prefix(ranking, located), ks, budgets))
+            gold = {p.passage_id for p in passages if any(p.overlaps(s) for s in judgment.spans)}
+            qrels[judgment.query_id], ideal = _unknown_universe_qrels(judgment, passages, gold)
+        results.append(_query_result(judgment, ranking, gold, passages, ks, budgets, ideal_count=ideal))
     return StageResult(ks=list(ks), budgets=list(budgets), queries=results), qrels
+
+
+def _unknown_universe_qrels(
+    judgment: ResolvedJudgment, passages: Sequence[Passage], gold: set[str]
+) -> tuple[set[str], int]:
+    """The qrels and ideal count of a query whose relevant passages are known only where retrieved."""
+    spans = {(s.document, s.start, s.end): s for s in judgment.spans}
+    ideal = max(len(spans), len(gold))
+    # Spans the run missed come first (False sorts before True), then offset order: stable across runs.
+    by_coverage = sorted(spans.values(), key=lambda s: (any(p.overlaps(s) for p in passages),
+                                                          s.document, s.start, s.end))
+    return gold | {unretrieved_gold_id(s) for s in by_coverage[:ideal - len(gold)]}, ideal
 
 
 def _no_answer_result(judgment: ResolvedJudgment, retrieved: int) -> QueryResult:
@@ -53,42 +92,14 @@ def _query_result(
     ks: Sequence[int],
     budgets: Sequence[int],
     *,
-    ideal_count: int | None = None,
+    ideal_count: int,
 ) -> QueryResult:
-    """Every metric of one answerable query: ``passages`` locates (at least) the head of ``ranking``."""
-    spans = [(s.document, s.start, s.end) for s in judgment.spans]
-    run = QueryRun(ranking=ranking, gold=gold, passages=passages, spans=spans, ideal_count=ideal_count)
+    """Every metric of one answerable query: ``passages`` are the passages of ``ranking``."""
+    run = QueryRun(ranking=ranking, gold=gold, passages=passages, spans=judgment.spans, ideal_count=ideal_count)
     metrics = MEASURES.score(run, ks, budgets)
     return QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
-                       retrieved=len(ranking), gold_chunks=len(gold) if ideal_count is None else ideal_count,
+                       retrieved=len(ranking), gold_chunks=ideal_count,
                        first_gold_rank=first_gold_rank(ranking, gold), metrics=metrics)
-
-
-def _passage(chunk: Chunk) -> Passage:
-    return (chunk.document, chunk.start_offset, chunk.end_offset)
-
-
-class _Reach:
-    """How much of a ranking the cost-side metrics read: the top max(ks), and enough to fill the largest budget.
-
-    Locating all ``depth`` passages of every query would dominate scoring time; chars@k and the
-    budget walk never look further than this prefix.
-    """
-
-    def __init__(self, ks: Sequence[int], budgets: Sequence[int]) -> None:
-        self.k = max(ks, default=0)
-        self.budget = max(budgets, default=0)
-
-    def prefix(self, ranking: Sequence[str], located: Mapping[str, Passage]) -> list[Passage]:
-        out: list[Passage] = []
-        used = 0
-        for rank, chunk_id in enumerate(ranking, start=1):
-            if rank > self.k and used >= self.budget:
-                break
-            passage = located[chunk_id]
-            out.append(passage)
-            used += passage[2] - passage[1]
-        return out
 
 
 CURVE_EVERY_K = 100
@@ -127,15 +138,14 @@ def hit_rate_curve(result: StageResult, depth: int) -> list[dict[str, object]]:
 
 def budget_curve(
     resolved: Sequence[ResolvedJudgment],
-    ranked: Mapping[str, Sequence[Chunk]],
+    ranked: Mapping[str, Sequence[Passage]],
     budgets: Sequence[int] = BUDGET_CURVE,
 ) -> list[dict[str, object]]:
     """Answerable hit rate at each context budget: one row per budget, for the budget plot."""
     answerable = [j for j in resolved if j.category is not Category.NO_ANSWER]
     if not answerable:
         return []
-    walks = [([_passage(c) for c in ranked.get(j.query_id, ())],
-              [(s.document, s.start, s.end) for s in j.spans]) for j in answerable]
+    walks = [(ranked.get(j.query_id, ()), j.spans) for j in answerable]
     return [{"budget_chars": b, "recall": sum(budget_hit(p, g, b) for p, g in walks) / len(walks)}
             for b in budgets]
 
@@ -145,47 +155,5 @@ UNRETRIEVED_PREFIX = "gold-"
 
 
 def unretrieved_gold_id(span: ResolvedSpan) -> str:
-    """The qrels id standing for a gold span in an external run's qrels: ``gold-`` + content_id of the span."""
+    """The qrels id standing for a gold span when the universe of passages is unknown: ``gold-`` + its content_id."""
     return UNRETRIEVED_PREFIX + content_id(span.document, span.start, span.end)
-
-
-def score_passages(
-    resolved: Sequence[ResolvedJudgment],
-    rankings: Mapping[str, Sequence[Chunk]],
-    ks: Sequence[int],
-    budgets: Sequence[int] = (),
-) -> tuple[StageResult, dict[str, set[str]]]:
-    """Score an external run: ranked passages that need not be groundkit's chunks.
-
-    A passage is relevant when it overlaps a gold span of its query, as a chunk
-    is. The set of all relevant passages of another system is unknown, so
-    nDCG's ideal DCG counts max(distinct gold spans, relevant passages
-    retrieved) positions: one passage per span is ideal, and retrieving more
-    relevant passages than spans can never push nDCG above 1. Hit rate and MRR
-    need no such count and equal what a chunk run with the same passages scores.
-
-    The qrels returned hold, per answerable query, the relevant passages
-    retrieved and, up to that ideal count, one placeholder id per gold span
-    (:func:`unretrieved_gold_id`), taking first the spans no retrieved passage
-    overlaps. No run holds a placeholder, so trec_eval and ir_measures compute
-    the same ideal DCG as groundkit, and a query whose gold was never retrieved
-    (or that the run left out) still counts, as a 0.
-    """
-    results = []
-    qrels: dict[str, set[str]] = {}
-    for judgment in resolved:
-        passages = list(rankings.get(judgment.query_id, ()))
-        ranking = [p.chunk_id for p in passages]
-        if judgment.category is Category.NO_ANSWER:
-            results.append(_no_answer_result(judgment, len(ranking)))
-            continue
-        gold = {p.chunk_id for p in passages if any(chunk_overlaps_span(p, s) for s in judgment.spans)}
-        spans = {(s.document, s.start, s.end): s for s in judgment.spans}
-        ideal = max(len(spans), len(gold))
-        # Spans the run missed come first (False sorts before True), then offset order: stable across runs.
-        by_coverage = sorted(spans.values(), key=lambda s: (any(chunk_overlaps_span(p, s) for p in passages),
-                                                              s.document, s.start, s.end))
-        qrels[judgment.query_id] = gold | {unretrieved_gold_id(s) for s in by_coverage[:ideal - len(gold)]}
-        located = [_passage(p) for p in passages]
-        results.append(_query_result(judgment, ranking, gold, located, ks, budgets, ideal_count=ideal))
-    return StageResult(ks=list(ks), budgets=list(budgets), queries=results), qrels

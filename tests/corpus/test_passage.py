@@ -41,3 +41,78 @@ def test_models_are_frozen_and_forbid_extra_fields():
         doc.text = "y"  # type: ignore[misc]
     with pytest.raises(ValidationError):
         Document.model_validate({"path": "a.md", "text": "x", "title": "t"})
+
+
+def test_chunk_is_a_passage_whose_file_keeps_its_field_names():
+    from groundkit.artifacts import model_line
+    from groundkit.corpus.passage import Excerpt, Passage
+
+    chunk = Chunk(document="a.md", start_offset=6, end_offset=11, text="world")
+    assert isinstance(chunk, Passage) and (chunk.start, chunk.end, chunk.length) == (6, 11, 5)
+    line = model_line(chunk)
+    assert line == ('{"chunk_id": "' + content_id("a.md", 6, 11, "world") + '", "document": "a.md", "end_offset": 11, '
+                    '"start_offset": 6, "text": "world"}')
+    assert Chunk.model_validate_json(line) == chunk
+    # An excerpt of an external run that equals a chunk gets the chunk's id.
+    assert Excerpt(document="a.md", start=6, end=11, text="world").passage_id == chunk.chunk_id
+
+
+@pytest.mark.parametrize(
+    ("other", "expected"),
+    [((0, 10), True), ((0, 6), True), ((19, 30), True), ((0, 5), False), ((20, 25), False)],
+)
+def test_overlap_is_half_open_and_symmetric(other, expected):
+    from groundkit.corpus.passage import Passage
+    from groundkit.corpus.spans import ResolvedSpan
+
+    span = ResolvedSpan(document="a.md", quote="x" * 15, start=5, end=20)  # [5, 20)
+    start, end = other
+    chunk = Chunk(document="a.md", start_offset=start, end_offset=end, text="y" * (end - start))
+    assert chunk.overlaps(span) is expected and span.overlaps(chunk) is expected
+    assert Passage(document="a.md", start=start, end=end).overlaps(span) is expected
+
+
+def test_other_documents_never_overlap():
+    from groundkit.corpus.passage import Passage
+
+    assert not Passage(document="b.md", start=0, end=2).overlaps(Passage(document="a.md", start=0, end=2))
+
+
+def test_a_passage_is_a_non_empty_range():
+    from groundkit.corpus.passage import Passage
+
+    with pytest.raises(ValidationError, match="not a non-empty range"):
+        Passage(document="a.md", start=4, end=4)
+
+
+def test_head_keeps_the_first_characters():
+    from groundkit.corpus.passage import Passage
+
+    passage = Passage(document="a.md", start=100, end=900)
+    assert (passage.head(1).start, passage.head(1).end) == (100, 101)
+    assert passage.head(800) is passage and passage.head(5000) is passage
+
+
+def test_locate_once_finds_one_place_and_explains_none_or_several():
+    from groundkit.corpus.passage import NotOnce, Passage, locate_once
+
+    doc = Document(path="a.md", text="abc\nxabc\nab\u00adc aaa")
+    assert locate_once(doc, "xab") == Passage(document="a.md", start=4, end=7)
+    assert locate_once(doc, "abc") == NotOnce(2, "line:col 1:1 (offset 0), line:col 2:2 (offset 5)")
+    assert locate_once(doc, "aa") == NotOnce(2, "line:col 3:6 (offset 14), line:col 3:7 (offset 15)")
+    missing = locate_once(doc, "ABC")
+    assert isinstance(missing, NotOnce) and missing.count == 0 and "case-insensitively" in missing.detail
+    many = locate_once(Document(path="b.md", text="a" * 8), "a")
+    assert many == NotOnce(8, "line:col 1:1 (offset 0), line:col 1:2 (offset 1), line:col 1:3 (offset 2), "
+                              "line:col 1:4 (offset 3), line:col 1:5 (offset 4) and 3 more")
+
+
+@pytest.mark.parametrize(
+    ("name", "safe"),
+    [("a.md", True), ("ops/backup.md", True), ("../a.md", False), ("ops/../../a.md", False),
+     ("/etc/passwd", False), ("ops\\backup.md", False)],
+)
+def test_corpus_relative_paths(name, safe):
+    from groundkit.corpus.passage import is_corpus_relative
+
+    assert is_corpus_relative(name) is safe

@@ -1,13 +1,11 @@
-"""Quote resolution and the chunk-overlap rule."""
+"""Quote resolution, and the passages a resolved span makes relevant."""
 
 import pytest
 
 from groundkit.corpus.judgments import GoldSpan, Judgment
 from groundkit.corpus.passage import Chunk, Document
 from groundkit.corpus.spans import (
-    ResolvedSpan,
-    chunk_overlaps_span,
-    relevant_chunk_ids,
+    relevant_passage_ids,
     resolve_gold_span,
     resolve_judgments,
 )
@@ -37,7 +35,7 @@ def test_whole_document_span_covers_the_text_and_every_chunk_of_it():
               Chunk(document="a.md", start_offset=52, end_offset=72, text=DOC.text[52:72]),
               Chunk(document="b.md", start_offset=0, end_offset=26, text=other.text[:26])]
     (resolved,) = resolve_judgments([j], {"a.md": DOC, "b.md": other})
-    assert relevant_chunk_ids([resolved], chunks) == {"q7": {c.chunk_id for c in chunks[:3]}}
+    assert relevant_passage_ids([resolved], chunks) == {"q7": {c.chunk_id for c in chunks[:3]}}
 
 
 def test_zero_matches_names_judgment_and_document():
@@ -84,29 +82,12 @@ def test_document_paths_must_be_inside_the_corpus(path):
         resolve_judgments([judgment("lease", document=path)], {"a.md": DOC})
 
 
-@pytest.mark.parametrize(
-    ("chunk", "expected"),
-    [((0, 10), True), ((0, 6), True), ((19, 30), True), ((0, 5), False), ((20, 25), False)],
-)
-def test_overlap_is_half_open(chunk, expected):
-    # span [5, 20)
-    span = ResolvedSpan(document="a.md", quote="x" * 15, start=5, end=20)
-    start, end = chunk
-    c = Chunk(document="a.md", start_offset=start, end_offset=end, text="y" * (end - start))
-    assert chunk_overlaps_span(c, span) is expected
-
-
-def test_other_documents_never_overlap():
-    span = ResolvedSpan(document="a.md", quote="xx", start=0, end=2)
-    assert not chunk_overlaps_span(Chunk(document="b.md", start_offset=0, end_offset=2, text="xx"), span)
-
-
 def test_straddling_span_makes_both_chunks_relevant():
     j = judgment("cheap. The lease")
     resolved = resolve_judgments([j], {"a.md": DOC})
     chunks = [Chunk(document="a.md", start_offset=s, end_offset=e, text=DOC.text[s:e])
               for s, e in [(0, 26), (27, 53), (54, 75)]]
-    assert relevant_chunk_ids(resolved, chunks) == {"q7": {chunks[1].chunk_id, chunks[2].chunk_id}}
+    assert relevant_passage_ids(resolved, chunks) == {"q7": {chunks[1].chunk_id, chunks[2].chunk_id}}
 
 
 def test_resolved_span_must_be_as_long_as_its_quote():
@@ -115,9 +96,13 @@ def test_resolved_span_must_be_as_long_as_its_quote():
     from groundkit.corpus.spans import ResolvedSpan
 
     assert ResolvedSpan(document="a.md", quote="abc", start=4, end=7).end == 7
-    for start, end in ((5, 7), (-1, 2), (4, 8)):
+    for start, end in ((5, 7), (4, 8)):
         with pytest.raises(ValidationError, match="is not as long as its quote"):
             ResolvedSpan(document="a.md", quote="abc", start=start, end=end)
+    with pytest.raises(ValidationError, match="greater than or equal to 0"):
+        ResolvedSpan(document="a.md", quote="abc", start=-1, end=2)
+    with pytest.raises(ValidationError, match="must start at 0"):
+        ResolvedSpan(document="a.md", quote=None, start=3, end=9)
 
 
 def test_an_ambiguous_short_quote_in_a_large_document_lists_the_first_places_and_the_count():

@@ -15,7 +15,8 @@ from groundkit.corpus.passage import Document
 from groundkit.errors import ArtifactError
 from groundkit.retrieval.bm25 import BM25Index
 from groundkit.retrieval.dense import DenseRetriever, Encoder, load_embeddings, save_embeddings
-from groundkit.retrieval.registry import build_retriever, reciprocal_rank_fusion
+from groundkit.retrieval.hybrid import reciprocal_rank_fusion
+from groundkit.retrieval.registry import build_retriever
 from tests.conftest import REPO
 from tests.dvc_helpers import env
 

@@ -25,7 +25,7 @@ from groundkit.corpus.spans import resolve_judgments
 from groundkit.errors import RunFileError
 from groundkit.retrieval.external import read_external_run
 from groundkit.scoring.schema import RunMetadata
-from groundkit.scoring.score import score_passages, score_rankings
+from groundkit.scoring.score import score_run
 from tests.bad_inputs import RUN_FILE_CASES
 from tests.conftest import REPO, write_judgments, write_tiny_corpus
 from tests.dvc_helpers import clone_working_tree, env, repro, run
@@ -77,7 +77,7 @@ def _load(tiny_corpus):
 def test_external_run_scored_by_hand(tiny_corpus, tmp_path, by):
     corpus, documents, resolved = _load(tiny_corpus)
     run = read_external_run(_write_run(tmp_path / "run.jsonl", corpus, by=by), documents, QUERIES)
-    result, qrels = score_passages(resolved, run, [1, 3])
+    result, qrels = score_run(resolved, run, [1, 3], universe=None)
     # The cost-side metrics (chars@k) are checked against groundkit's own chunks in the next test.
     per = {q.query_id: q.model_copy(update={"metrics": {k: v for k, v in q.metrics.items()
                                                         if not k.startswith("chars@")}})
@@ -105,9 +105,9 @@ def test_chunks_given_as_an_external_run_score_like_groundkit(tiny_corpus):
     # A fixed, arbitrary ranking: every chunk, in reverse corpus order, for every query but q4.
     ranking = list(reversed(chunks))
     budgets = [30, 60, 120]
-    native, _ = score_rankings(resolved, chunks, {q: [c.chunk_id for c in ranking] for q in QUERIES[:3]}, [1, 3],
-                               budgets)
-    external, _ = score_passages(resolved, {q: ranking for q in QUERIES[:3]}, [1, 3], budgets)
+    ranked = {q: ranking for q in QUERIES[:3]}
+    native, _ = score_run(resolved, ranked, [1, 3], budgets, universe=chunks)
+    external, _ = score_run(resolved, ranked, [1, 3], budgets, universe=None)
     assert max(q.first_gold_rank or 0 for q in native.queries) > 1  # not trivially all at rank 1
     for a, b in zip(native.queries[:3], external.queries[:3], strict=True):
         same = ("recall@1", "recall@3", "mrr", "chars@1", "chars@3", "recall@30chars", "recall@60chars",
@@ -311,7 +311,9 @@ def test_exported_trec_files_of_an_external_run_agree_with_ir_measures(tiny_corp
     scores: dict[str, list[float]] = {}
     for doc in run_docs:
         scores.setdefault(doc.query_id, []).append(doc.score)
-    assert all(len(set(s)) == len(s) for s in scores.values())  # tie-free: trec_eval keeps groundkit's order
+    # The run gave ranks, not scores: the score column is -rank, tie-free, so trec_eval keeps groundkit's order.
+    assert scores == {q: [-float(rank) for rank in range(1, len(s) + 1)] for q, s in scores.items()}
+    assert {line.rsplit(" ", 1)[1] for line in (out / "run.trec").read_text().splitlines()} == {"groundkit-external"}
 
     names = {"Success@1": "recall@1", "Success@3": "recall@3", "Success@10": "recall@10", "RR": "mrr",
              "nDCG@1": "ndcg@1", "nDCG@3": "ndcg@3", "nDCG@10": "ndcg@10"}

@@ -1,4 +1,4 @@
-"""The retriever interface: RRF by hand, groundkit's total order, and a user's python: retriever."""
+"""The retriever registry: the kinds and what they declare, RRF by hand, and a user's python: retriever."""
 
 from __future__ import annotations
 
@@ -13,10 +13,43 @@ from groundkit.config import load_params
 from groundkit.corpus.chunking import ChunkParams, chunk_documents
 from groundkit.corpus.passage import Document
 from groundkit.errors import RetrieverError
-from groundkit.retrieval.registry import build_retriever, rank_rows, reciprocal_rank_fusion
+from groundkit.retrieval.dense import rank_rows
+from groundkit.retrieval.hybrid import reciprocal_rank_fusion
+from groundkit.retrieval.registry import RETRIEVERS, build_retriever, kind_of
 from tests.bad_inputs import PLUGIN_CASES
 from tests.conftest import REPO
 from tests.dvc_helpers import env
+
+
+@pytest.mark.parametrize(
+    ("retriever", "name", "tag", "searches", "index", "embeddings"),
+    [
+        ("bm25", "bm25", "groundkit-bm25", True, True, False),
+        ("dense", "dense", "groundkit-dense", True, False, True),
+        ("hybrid", "hybrid", "groundkit-hybrid", True, True, True),
+        ("external", "external", "groundkit-external", False, False, False),
+        ("python:mod:make", "python", "groundkit-python", True, False, False),
+    ],
+)
+def test_each_kind_declares_what_it_needs(retriever, name, tag, searches, index, embeddings):
+    kind = kind_of(retriever)
+    assert (kind.name, kind.run_tag, kind.searches, kind.needs_index, kind.needs_embeddings) == (
+        name, tag, searches, index, embeddings)
+
+
+@pytest.mark.parametrize("retriever", ["splade", "python:mod", "python:mod:", "python: :make", "bm25:x", "BM25", ""])
+def test_unknown_kinds_are_refused_with_the_list_of_kinds(retriever):
+    with pytest.raises(ValueError, match=r"^unknown retriever; use one of bm25, dense, hybrid, external or "
+                                         r"python:MODULE:FACTORY$"):
+        kind_of(retriever)
+
+
+def test_every_kind_names_a_module_that_implements_it():
+    import importlib
+
+    for kind in RETRIEVERS:
+        module = importlib.import_module(kind.module)
+        assert callable(getattr(module, "build" if kind.searches else "read")), kind.name
 
 
 def test_rank_rows_keeps_negative_scores_and_breaks_ties_by_row():

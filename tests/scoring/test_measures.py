@@ -7,6 +7,7 @@ import ir_measures
 import pytest
 from ir_measures import RR, Qrel, ScoredDoc, Success, nDCG
 
+from groundkit.corpus.passage import Passage
 from groundkit.errors import MeasureError
 from groundkit.scoring.measures import (
     BUDGET_RECALL,
@@ -25,6 +26,10 @@ from groundkit.scoring.measures import (
     ndcg_at_k,
     recall_at_k,
 )
+
+
+def _p(document: str, start: int, end: int) -> Passage:
+    return Passage(document=document, start=start, end=end)
 
 RANKING = ["c1", "c2", "c3", "c4", "c5"]
 
@@ -107,7 +112,7 @@ def test_metrics_agree_with_ir_measures(seed):
 def test_context_chars_sums_passage_lengths_up_to_k():
     from groundkit.scoring.measures import context_chars_at_k
 
-    passages = [("a.md", 0, 300), ("b.md", 100, 900), ("a.md", 300, 350)]
+    passages = [_p("a.md", 0, 300), _p("b.md", 100, 900), _p("a.md", 300, 350)]
     assert [context_chars_at_k(passages, k) for k in (1, 2, 3, 10)] == [300, 1100, 1150, 1150]
 
 
@@ -115,16 +120,16 @@ def test_budget_hit_counts_only_the_visible_prefix():
     from groundkit.scoring.measures import budget_hit
 
     # Rank 1: 300 chars of a.md, no gold. Rank 2: b.md [100, 900) with gold at [600, 620).
-    passages = [("a.md", 0, 300), ("b.md", 100, 900)]
-    gold = [("b.md", 600, 620)]
+    passages = [_p("a.md", 0, 300), _p("b.md", 100, 900)]
+    gold = [_p("b.md", 600, 620)]
     # Budget 700: 300 chars for rank 1, 400 visible of rank 2 -> b.md [100, 500): misses [600, 620).
     assert budget_hit(passages, gold, 700) == 0.0
     # Budget 801: rank 2 visible [100, 601): the first gold character (600) is inside.
     assert budget_hit(passages, gold, 800) == 0.0
     assert budget_hit(passages, gold, 801) == 1.0
     # A gold span in another document never counts, and the budget caps the walk.
-    assert budget_hit(passages, [("c.md", 0, 10)], 10_000) == 0.0
-    assert budget_hit([("b.md", 600, 700)], gold, 1) == 1.0  # one visible character is enough
+    assert budget_hit(passages, [_p("c.md", 0, 10)], 10_000) == 0.0
+    assert budget_hit([_p("b.md", 600, 700)], gold, 1) == 1.0  # one visible character is enough
     assert budget_hit([], gold, 500) == 0.0
 
 
@@ -203,8 +208,8 @@ def test_registry_names_score_what_ir_measures_calls_them(seed):
 
 def test_registry_scores_the_cost_side_by_hand():
     # Passages of 300 and 800 characters; the gold span lies at [600, 620) of the second.
-    run = QueryRun(ranking=["p1", "p2"], gold={"p2"}, passages=[("a.md", 0, 300), ("b.md", 100, 900)],
-                   spans=[("b.md", 600, 620)])
+    run = QueryRun(ranking=["p1", "p2"], gold={"p2"}, passages=[_p("a.md", 0, 300), _p("b.md", 100, 900)],
+                   spans=[_p("b.md", 600, 620)])
     scored = MEASURES.score(run, [1, 2], [800, 801])
     assert (scored["chars@1"], scored["chars@2"]) == (300.0, 1100.0)
     assert (scored["recall@800chars"], scored["recall@801chars"]) == (0.0, 1.0)

@@ -1,17 +1,24 @@
-"""score_rankings and StageResult: per-query metrics, aggregation and abstention, worked by hand."""
+"""score_run and StageResult: per-query metrics, aggregation and abstention, worked by hand."""
 
 import pytest
 
 from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Chunk
 from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
-from groundkit.scoring.score import score_rankings
+from groundkit.scoring.score import score_run, unretrieved_gold_id
 
 TEXT = "alpha beta gamma delta epsilon"
 CHUNKS = [
     Chunk(document="a.md", start_offset=s, end_offset=e, text=TEXT[s:e]) for s, e in [(0, 10), (11, 22), (23, 30)]
 ]
 A, B, C = (c.chunk_id for c in CHUNKS)
+BY_ID = {c.chunk_id: c for c in CHUNKS}
+
+
+def score_rankings(judgments, rankings, ks, budgets=(), *, universe=CHUNKS):
+    """Score rankings of chunk ids, by default as a chunk run: every chunk is a passage the retriever could return."""
+    ranked = {q: [BY_ID[c] for c in ids] for q, ids in rankings.items()}
+    return score_run(judgments, ranked, ks, budgets, universe=universe)
 
 
 def resolved(qid: str, category: str, spans: list[tuple[int, int]]) -> ResolvedJudgment:
@@ -30,7 +37,7 @@ def test_hand_worked_run():
         resolved("q5", "no_answer", []),
     ]
     rankings = {"q1": [B, A], "q2": [B, C, A], "q3": [], "q4": [], "q5": [C]}
-    result, qrels = score_rankings(judgments, CHUNKS, rankings, [1, 3])
+    result, qrels = score_rankings(judgments, rankings, [1, 3])
     assert qrels == {"q1": {A}, "q2": {A, B}, "q3": {C}}
     by_id = {q.query_id: q for q in result.queries}
     assert by_id["q1"].first_gold_rank == 2 and by_id["q1"].metrics["mrr"] == 0.5
@@ -54,9 +61,33 @@ def test_hand_worked_run():
     assert "lexical_gap" not in summary["by_category"]
 
 
+def test_an_unknown_universe_counts_one_ideal_passage_per_span_and_stands_in_for_the_unretrieved():
+    judgments = [
+        resolved("q1", "factoid", [(6, 10)]),          # "beta": chunk A only
+        resolved("q2", "boundary", [(6, 16)]),         # "beta gamma": straddles A and B
+        resolved("q3", "factoid", [(23, 30)]),         # "epsilon": chunk C, but nothing retrieved
+    ]
+    rankings = {"q1": [B, A], "q2": [B], "q3": []}
+    known, known_qrels = score_rankings(judgments, rankings, [1, 3])
+    unknown, unknown_qrels = score_rankings(judgments, rankings, [1, 3], universe=None)
+    assert known_qrels == {"q1": {A}, "q2": {A, B}, "q3": {C}}
+    # Without the universe only retrieved passages are known relevant; q3's span stands in for its own passage.
+    assert unknown_qrels == {"q1": {A}, "q2": {B}, "q3": {unretrieved_gold_id(judgments[2].spans[0])}}
+    known_q, unknown_q = ({q.query_id: q for q in r.queries} for r in (known, unknown))
+    # q2 retrieved B alone. Known: two relevant chunks, IDCG@3 = 1 + 1/log2(3). Unknown: one span, IDCG@3 = 1.
+    assert known_q["q2"].metrics["ndcg@3"] == pytest.approx(1 / 1.6309298, abs=1e-6)
+    assert unknown_q["q2"].metrics["ndcg@3"] == 1.0
+    assert (known_q["q2"].gold_chunks, unknown_q["q2"].gold_chunks) == (2, 1)
+    # Everything else is the same passages scored the same way.
+    for qid in ("q1", "q3"):
+        assert known_q[qid] == unknown_q[qid]
+    assert {k: v for k, v in known_q["q2"].metrics.items() if not k.startswith("ndcg")} == {
+        k: v for k, v in unknown_q["q2"].metrics.items() if not k.startswith("ndcg")}
+
+
 def test_per_query_csv_has_one_row_per_query():
     judgments = [resolved("q1", "factoid", [(6, 10)]), resolved("q4", "no_answer", [])]
-    result, _ = score_rankings(judgments, CHUNKS, {"q1": [A], "q4": []}, [1])
+    result, _ = score_rankings(judgments, {"q1": [A], "q4": []}, [1])
     assert result.per_query_csv().splitlines() == [
         "query_id,query,category,retrieved,gold_chunks,first_gold_rank,abstained,recall@1,mrr,ndcg@1,chars@1",
         "q1,q1,factoid,1,1,1,,1.000000,1.000000,1.000000,10.000000",
@@ -68,7 +99,7 @@ def test_budget_hit_rate_by_hand():
     # q1's gold "beta" is A[6:10); the ranking is B (11 characters), then A.
     judgments = [resolved("q1", "factoid", [(6, 10)])]
     budgets = [11, 17, 18]
-    result, _ = score_rankings(judgments, CHUNKS, {"q1": [B, A]}, [1], budgets)
+    result, _ = score_rankings(judgments, {"q1": [B, A]}, [1], budgets)
     metrics = result.queries[0].metrics
     # 11: B only. 17: B + A[0:6) ends just before "beta". 18: A[0:7) reaches its first character.
     assert [metrics[f"recall@{b}chars"] for b in budgets] == [0.0, 0.0, 1.0]
@@ -79,7 +110,7 @@ def test_hit_rate_curve_by_hand():
 
     judgments = [resolved("q1", "factoid", [(6, 10)]), resolved("q2", "factoid", [(23, 30)]),
                  resolved("q4", "no_answer", [])]
-    result, _ = score_rankings(judgments, CHUNKS, {"q1": [B, A], "q2": [], "q4": [C]}, [1])
+    result, _ = score_rankings(judgments, {"q1": [B, A], "q2": [], "q4": [C]}, [1])
     # q1 first hits at rank 2, q2 never: hit rate 0, then 1/2 from k = 2 on; no_answer is left out.
     assert hit_rate_curve(result, 3) == [{"k": 1, "recall": 0.0}, {"k": 2, "recall": 0.5}, {"k": 3, "recall": 0.5}]
 
@@ -110,7 +141,7 @@ def test_hit_rate_curve_at_the_deepest_depth_has_bounded_rows():
 def test_a_registered_measure_reaches_the_summary_and_the_per_query_csv(throwaway_measure):
     judgments = [resolved("q1", "factoid", [(6, 10)]), resolved("q2", "boundary", [(6, 16)]),
                  resolved("q4", "no_answer", [])]
-    result, _ = score_rankings(judgments, CHUNKS, {"q1": [B, A], "q2": [B, C, A], "q4": []}, [1, 3], [11])
+    result, _ = score_rankings(judgments, {"q1": [B, A], "q2": [B, C, A], "q4": []}, [1, 3], [11])
     # q1 (gold A) ranks B, A: 0 gold in the top 1, 1 in the top 3. q2 (gold A, B) ranks B, C, A: 1, then 2.
     assert result.metric_names[-3:] == ["recall@11chars", "hits@1", "hits@3"]  # registration order
     summary = result.summary()
@@ -124,6 +155,6 @@ def test_a_registered_measure_reaches_the_summary_and_the_per_query_csv(throwawa
 
 def test_without_the_throwaway_measure_the_names_are_the_committed_ones():
     judgments = [resolved("q1", "factoid", [(6, 10)])]
-    result, _ = score_rankings(judgments, CHUNKS, {"q1": [A]}, [1, 3], [11])
+    result, _ = score_rankings(judgments, {"q1": [A]}, [1, 3], [11])
     assert result.metric_names == ["recall@1", "recall@3", "mrr", "ndcg@1", "ndcg@3", "chars@1", "chars@3",
                                    "recall@11chars"]

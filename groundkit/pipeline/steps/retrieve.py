@@ -1,15 +1,15 @@
-"""Step retrieve: rank passages for every query, or read an external run."""
+"""Step retrieve: rank passages for every query with the configured retriever (or read its run)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit._progress import track
 from groundkit.artifacts import atomic_write_lines, model_line, read_models
 from groundkit.corpus.passage import Chunk, Document
 from groundkit.corpus.spans import ResolvedJudgment
-from groundkit.retrieval.trec import run_lines, run_tag
+from groundkit.retrieval.registry import Run, Sources, kind_of, retrieve
+from groundkit.retrieval.trec import run_lines
 
 if TYPE_CHECKING:
     from groundkit.config import Params
@@ -26,36 +26,21 @@ def run(
     *,
     out_run: Path,
     out_passages: Path,
-) -> dict[str, list[tuple[str, float]]]:
-    """Rank chunks for every judgment's query with the configured retriever, or read an external run.
+) -> Run:
+    """Rank passages for every judgment's query with the retriever ``retrieve.retriever`` names.
 
-    Writes a TREC run and ``passages.jsonl``: the passages of an external run
-    (which are not chunks), empty for every other retriever.
+    Writes a TREC run and ``passages.jsonl``: the passages ranked that are not
+    chunks (an external run's), empty when the chunks are what was ranked.
     """
 
     judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
-    depth = params.retrieve.depth
-    passages: dict[str, Chunk] = {}
-    if params.retrieve.retriever == "external":
-        from groundkit.retrieval.external import read_external_run
-
-        documents_by_path = {d.path: d for d in read_models(documents, Document, producer="resolve-spans")}
-        external = read_external_run(params.retrieve.run, documents_by_path, [j.query_id for j in judgments])
-        rankings: dict[str, list[tuple[str, float]]] = {}
-        for query_id, ranked in external.items():
-            # An external run carries ranks, not scores; 1/rank keeps its order for trec_eval.
-            rankings[query_id] = [(p.chunk_id, 1.0 / rank) for rank, p in enumerate(ranked[:depth], start=1)]
-            passages.update((p.chunk_id, p) for p in ranked[:depth])
-    else:
-        from groundkit.retrieval.registry import build_retriever
-
-        # The BM25 index carries its own rows; only the other retrievers need the chunks themselves.
-        bm25 = params.retrieve.retriever == "bm25"
-        chunk_list = [] if bm25 else read_models(chunks, Chunk, producer="chunk")
-        retriever = build_retriever(params, chunk_list, index_dir, embeddings_dir)
-        rankings = {j.query_id: retriever.search(j.query, depth)
-                    for j in track(judgments, desc="retrieve", unit="query")}
-    ordered = sorted(passages.values(), key=lambda p: (p.document, p.start_offset, p.end_offset))
-    atomic_write_lines(out_passages, (model_line(p) for p in ordered), seal=True)
-    atomic_write_lines(out_run, run_lines(rankings, run_tag(params.retrieve.retriever)), seal=True)
-    return rankings
+    sources = Sources(
+        chunks=lambda: read_models(chunks, Chunk, producer="chunk"),
+        documents=lambda: read_models(documents, Document, producer="resolve-spans"),
+        index_dir=index_dir,
+        embeddings_dir=embeddings_dir,
+    )
+    ranked = retrieve(params, sources, [(j.query_id, j.query) for j in judgments])
+    atomic_write_lines(out_passages, (model_line(p) for p in ranked.passages), seal=True)
+    atomic_write_lines(out_run, run_lines(ranked.rankings, kind_of(params.retrieve.retriever).run_tag), seal=True)
+    return ranked

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,13 +17,14 @@ from groundkit.artifacts import (
     read_json,
     read_models,
 )
-from groundkit.corpus.passage import Chunk
+from groundkit.corpus.passage import Chunk, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import ArtifactError, RunFileError
+from groundkit.retrieval.registry import kind_of
 from groundkit.retrieval.trec import qrels_lines, read_run
 from groundkit.scoring.measures import NDCG, RECALL
 from groundkit.scoring.schema import ExternalRunFile, RunMetadata
-from groundkit.scoring.score import budget_curve, hit_rate_curve, score_passages, score_rankings
+from groundkit.scoring.score import budget_curve, hit_rate_curve, score_run
 
 if TYPE_CHECKING:
     from groundkit.config import Params
@@ -46,16 +48,23 @@ def run(
     """Derive qrels, score the run, and write metrics.json, per-query rows, plot data and run metadata."""
 
     judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
-    external = params.retrieve.retriever == "external"
-    # An external run ranks its own passages; every other retriever ranks the chunks.
-    items = read_models(passages if external else chunks, Chunk, producer="retrieve" if external else "chunk")
-    rankings = read_run(run, [j.query_id for j in judgments], {c.chunk_id for c in items})
+    kind = kind_of(params.retrieve.retriever)
+    # A retriever that searches ranks the chunks, any of which it could have returned: they are the universe
+    # of passages. One that reads a run ranks the run's own passages (passages.jsonl); which others would have
+    # been relevant is unknown.
+    universe: Sequence[Excerpt] | None
+    if kind.searches:
+        universe = ranked_from = read_models(chunks, Chunk, producer="chunk")
+    else:
+        universe, ranked_from = None, read_models(passages, Excerpt, producer="retrieve")
+    by_id = {p.passage_id: p for p in ranked_from}
+    rankings = read_run(run, [j.query_id for j in judgments], set(by_id))
     for query_id, ranking in rankings.items():
         if len(ranking) > params.retrieve.depth:
             raise ArtifactError(run, f"query {query_id!r} has {len(ranking)} results, more than retrieve.depth",
                                 fix="re-run the retrieve stage")
     inputs = read_json(validation, producer="validate-judgments")
-    external_run = _external_run_file(Path(params.retrieve.run)) if external else None
+    external_run = None if kind.searches else _external_run_file(Path(params.retrieve.run))
     try:
         metadata = RunMetadata(
             corpus_hash=inputs["corpus_hash"],
@@ -66,14 +75,8 @@ def run(
         )
     except (KeyError, TypeError, ValueError):
         raise ArtifactError(validation, "lacks the input hashes", fix="re-run the validate-judgments stage") from None
-    by_id = {c.chunk_id: c for c in items}
-    ranked = {q: [by_id[c] for c, _ in r] for q, r in rankings.items()}
-    if external:
-        result, qrels = score_passages(judgments, ranked, params.score.ks, params.score.budgets)
-    else:
-        result, qrels = score_rankings(
-            judgments, items, {q: [c for c, _ in r] for q, r in rankings.items()}, params.score.ks, params.score.budgets
-        )
+    ranked = {q: [by_id[passage_id] for passage_id, _ in r] for q, r in rankings.items()}
+    result, qrels = score_run(judgments, ranked, params.score.ks, params.score.budgets, universe=universe)
     summary = result.summary()
     ks = params.score.ks
     bars = list(dict.fromkeys([RECALL.label(ks[0]), RECALL.label(ks[-1]), NDCG.label(ks[-1])]))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_write_text, dumps_json
+from groundkit.artifacts import atomic_write_text, dumps_json, file_sha256
 from groundkit.corpus.audit import audit, check_audit
-from groundkit.corpus.documents import corpus_hash, file_hash, load_corpus
+from groundkit.corpus.documents import corpus_hash, load_corpus
 from groundkit.corpus.judgments import Category, load_judgments
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def run(
     validation = {
         "judgments": len(loaded),
         "by_category": counts,
-        "judgments_hash": file_hash(judgments),
+        "judgments_hash": file_sha256(judgments),
         "corpus_hash": corpus_hash(corpus_root),
     }
     atomic_write_text(out_audit, dumps_json(report.model_dump(mode="json")))

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from groundkit._models import StrictRecord
 
 ID_HEX_CHARS = 16
 
@@ -24,11 +26,7 @@ def content_id(*parts: str | int) -> str:
     return hashlib.sha256(payload).hexdigest()[:ID_HEX_CHARS]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class Document(_Record):
+class Document(StrictRecord):
     """One corpus document.
 
     Attributes:
@@ -58,7 +56,7 @@ class Document(_Record):
         return self
 
 
-class Chunk(_Record):
+class Chunk(StrictRecord):
     """A contiguous ``[start_offset, end_offset)`` slice of one document.
 
     Attributes:

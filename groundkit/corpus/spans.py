@@ -16,18 +16,17 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 
 from groundkit._json import describe_char
+from groundkit._models import StrictRecord
 from groundkit.corpus.judgments import Category, GoldSpan, Judgment
 from groundkit.corpus.passage import Chunk, Document
 from groundkit.errors import SpanError
 
 
-class ResolvedSpan(BaseModel):
+class ResolvedSpan(StrictRecord):
     """A gold quote located as ``[start, end)`` in its document's text; ``quote`` is None for a whole document."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     document: str
     quote: str | None
@@ -46,10 +45,8 @@ class ResolvedSpan(BaseModel):
         return self
 
 
-class ResolvedJudgment(BaseModel):
+class ResolvedJudgment(StrictRecord):
     """A judgment whose every gold quote has been located; one line of build/gold_spans.jsonl."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     query_id: str
     query: str

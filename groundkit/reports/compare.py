@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from groundkit._json import JSONLineError, loads_line
-from groundkit.errors import InputError
+from groundkit._json import loads_line
+from groundkit.errors import CompareError, JSONLineError
 
 RESAMPLES = 10_000
 SEED = 20261202
@@ -44,10 +44,6 @@ NO_ANSWER = "no_answer"
 # block's index array, its gathered values and its signs stay near 100 MiB at any number of queries.
 BLOCK_VALUES = 1 << 22
 SHORT_HASH = 12
-
-
-class CompareError(InputError):
-    """A side cannot be read, or the two sides are not comparable."""
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from groundkit._json import JSONLineError, loads_line
+from groundkit._json import loads_line
 from groundkit.corpus.passage import Chunk, Document
 from groundkit.corpus.spans import _line_col, _near_miss
-from groundkit.errors import RunFileError
+from groundkit.errors import JSONLineError, RunFileError
 
 FIELDS = ("query_id", "rank", "document", "start", "end", "text")
 FORMAT_FIX = ('each line is {"query_id": str, "rank": int, "document": "<corpus-relative path>"} plus either '

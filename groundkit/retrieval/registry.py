@@ -41,10 +41,9 @@ from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
-from groundkit._guard import Terminated
 from groundkit.config import Params
 from groundkit.corpus.passage import Chunk
-from groundkit.errors import RetrieverError
+from groundkit.errors import RetrieverError, Terminated
 
 Ranking = list[tuple[str, float]]
 

@@ -7,23 +7,20 @@ import io
 from collections import Counter
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
+from groundkit._models import Record
 from groundkit.corpus.judgments import Category
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ExternalRunFile(_Record):
+class ExternalRunFile(Record):
     """The external run file a result scored: its name (never a path, so run.json stays portable) and content."""
 
     name: str
     sha256: str
 
 
-class RunMetadata(_Record):
+class RunMetadata(Record):
     """What a run measured: which corpus, which judgments, which parameters, which code.
 
     Runs are comparable exactly when both hashes match. They are SHA-256 over
@@ -43,7 +40,7 @@ class RunMetadata(_Record):
         return self.model_dump(mode="json", exclude={"external_run"} if self.external_run is None else None)
 
 
-class QueryResult(_Record):
+class QueryResult(Record):
     """One query's outcome. ``metrics`` is empty for no_answer queries."""
 
     query_id: str
@@ -63,11 +60,11 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-class StageResult(_Record):
+class StageResult(Record):
     """All query results of one run, and the aggregates metrics.json reports."""
 
     ks: list[int]
-    budgets: list[int] = []
+    budgets: list[int] = Field(default_factory=list)
     queries: list[QueryResult]
 
     @property

@@ -9,8 +9,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from groundkit.config import load_params
-from groundkit.corpus.chunking import ChunkParams, chunk_documents
+from groundkit.config import ChunkParams, load_params
+from groundkit.corpus.chunking import chunk_documents
 from groundkit.corpus.passage import Document
 from groundkit.errors import RetrieverError
 from groundkit.retrieval.registry import build_retriever, rank_rows, reciprocal_rank_fusion

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from groundkit._models import StrictRecord
 from groundkit._validation import describe
@@ -247,8 +247,19 @@ class AuditParams(_Section):
     max_trivial_share: float = Field(default=0.10, ge=0.0, le=1.0)
 
 
+NO_FILE = "params"
+"""What params errors name as their file when no params file was read (defaults and ``--set`` only)."""
+
+
 class Params(_Section):
-    """The whole params.yaml."""
+    """The whole params file: params.yaml, or the file ``--params`` names.
+
+    ``source`` is the file the values were read from (``NO_FILE`` when none was), so that a
+    problem found only later, such as a dense model that is not installed or a ``python:``
+    retriever that fails, names the file the user has to edit.
+    """
+
+    _source: str = PrivateAttr(default=NO_FILE)
 
     corpus: CorpusParams = Field(default_factory=CorpusParams)
     chunk: ChunkParams = Field(default_factory=ChunkParams)
@@ -268,6 +279,11 @@ class Params(_Section):
                 f"({max(self.score.ks)}); metrics at that k would be computed on a truncated ranking"
             )
         return self
+
+    @property
+    def source(self) -> str:
+        """The params file these values were read from, or ``NO_FILE``."""
+        return self._source
 
     def result_params(self) -> dict[str, Any]:
         """The parameters that shape the numbers (not where the inputs live), for RunMetadata.
@@ -398,10 +414,10 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def validate_params(data: dict[str, Any], *, source: str | Path = "params.yaml") -> Params:
-    """Validate raw params, naming the offending dotted key on error."""
+def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
+    """Validate raw params read from ``source``, naming ``source`` and the offending dotted key on error."""
     try:
-        return Params.model_validate(data)
+        params = Params.model_validate(data)
     except ValidationError as exc:
         key, problem = describe(exc)
         fix = ("remove or correct the key; known sections are corpus, chunk, bm25, tokenize, retrieve, dense, "
@@ -415,6 +431,8 @@ def validate_params(data: dict[str, Any], *, source: str | Path = "params.yaml")
         elif key:
             fix = f"see the default params.yaml for the allowed values of {key}"
         raise ParamsError(source, problem, key=key or None, fix=fix) from None
+    params._source = str(source)
+    return params
 
 
 def load_params(path: str | Path | None = None, overrides: list[str] | None = None) -> Params:
@@ -422,4 +440,4 @@ def load_params(path: str | Path | None = None, overrides: list[str] | None = No
     data = read_params_file(path) if path is not None else {}
     if overrides:
         data = apply_overrides(data, overrides)
-    return validate_params(data, source=path if path is not None else "params")
+    return validate_params(data, source=path if path is not None else NO_FILE)

@@ -1,3 +1,111 @@
-"""groundkit: reproducible retrieval evaluation for RAG, anchored on verbatim gold quotes."""
+"""groundkit: reproducible retrieval evaluation for RAG, anchored on verbatim gold quotes.
+
+The public API. Everything in ``__all__`` is importable from ``groundkit``
+itself; the modules behind it are the implementation and may move.
+
+Only the exceptions are imported eagerly. Every other name is imported on
+first use (``__getattr__``): each DVC stage imports this package, so an eager
+import of the runner would load numpy, pydantic and every step into every
+stage, and make every stage depend, for DVC, on every module.
+"""
+
+import importlib as _importlib
+import typing as _typing
+
+from groundkit.errors import (
+    ArtifactError,
+    CompareError,
+    CorpusError,
+    DatasetError,
+    DependencyError,
+    GroundkitError,
+    InputError,
+    JudgmentsError,
+    OutputError,
+    ParamsError,
+    RetrieverError,
+    RunFileError,
+    SpanError,
+    SweepError,
+)
+
+if _typing.TYPE_CHECKING:
+    from groundkit.config import Params, load_params
+    from groundkit.corpus.beir import import_beir
+    from groundkit.corpus.documents import load_corpus
+    from groundkit.corpus.judgments import Category, GoldSpan, Judgment, load_judgments
+    from groundkit.corpus.passage import Chunk, Document
+    from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan, resolve_judgments
+    from groundkit.pipeline.runner import run
+    from groundkit.reports.compare import Comparison, compare, read_side
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Params": "groundkit.config",
+    "load_params": "groundkit.config",
+    "import_beir": "groundkit.corpus.beir",
+    "load_corpus": "groundkit.corpus.documents",
+    "Category": "groundkit.corpus.judgments",
+    "GoldSpan": "groundkit.corpus.judgments",
+    "Judgment": "groundkit.corpus.judgments",
+    "load_judgments": "groundkit.corpus.judgments",
+    "Chunk": "groundkit.corpus.passage",
+    "Document": "groundkit.corpus.passage",
+    "ResolvedJudgment": "groundkit.corpus.spans",
+    "ResolvedSpan": "groundkit.corpus.spans",
+    "resolve_judgments": "groundkit.corpus.spans",
+    "run": "groundkit.pipeline.runner",
+    "Comparison": "groundkit.reports.compare",
+    "compare": "groundkit.reports.compare",
+    "read_side": "groundkit.reports.compare",
+}
+
+# Sorted as ruff sorts it; groundkit/errors.py draws the exception tree.
+__all__ = [
+    "ArtifactError",
+    "Category",
+    "Chunk",
+    "CompareError",
+    "Comparison",
+    "CorpusError",
+    "DatasetError",
+    "DependencyError",
+    "Document",
+    "GoldSpan",
+    "GroundkitError",
+    "InputError",
+    "Judgment",
+    "JudgmentsError",
+    "OutputError",
+    "Params",
+    "ParamsError",
+    "ResolvedJudgment",
+    "ResolvedSpan",
+    "RetrieverError",
+    "RunFileError",
+    "SpanError",
+    "SweepError",
+    "__version__",
+    "compare",
+    "import_beir",
+    "load_corpus",
+    "load_judgments",
+    "load_params",
+    "read_side",
+    "resolve_judgments",
+    "run",
+]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'groundkit' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # later lookups find it without calling __getattr__ again
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

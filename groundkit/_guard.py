@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from types import FrameType
 
-from groundkit.errors import GroundkitError
+from groundkit.errors import GroundkitError, Terminated
 
 EXIT_ERROR = 1
 EXIT_INTERNAL = 3
@@ -37,10 +37,6 @@ _OS_FIXES = {
     errno.ENOTDIR: "a part of that path is a file, not a folder; choose another path",
     errno.ENOENT: "check that the path exists",
 }
-
-
-class Terminated(BaseException):
-    """SIGTERM arrived. A BaseException, so that no ``except Exception`` swallows it on the way out."""
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

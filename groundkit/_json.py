@@ -20,13 +20,7 @@ import math
 import unicodedata
 from typing import Any
 
-
-class JSONLineError(ValueError):
-    """One line of a JSONL file is not acceptable JSON; ``problem`` says why in one sentence."""
-
-    def __init__(self, problem: str) -> None:
-        self.problem = problem
-        super().__init__(problem)
+from groundkit.errors import JSONLineError
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from groundkit.artifacts import atomic_write_text, dumps_json, new_directory, relocated
-from groundkit.errors import InputError
+from groundkit.errors import OutputError
 
 MARKER = ".groundkit-output"
 SCRATCH_MARKER = ".groundkit-scratch"
@@ -42,10 +42,6 @@ _SCRATCH_NAME = re.compile(r"^\.groundkit-[a-z-]+-(\d+)-[0-9a-f]{8}$")
 # Commands whose output folders hold the same artifacts; --force lets one replace another's.
 _KINDS = {"run": "run", "score-run": "run", "import-beir": "import-beir"}
 _FIX_OTHER = "choose a new or empty --out folder"
-
-
-class OutputError(InputError):
-    """An ``--out`` that is an input, or would replace files groundkit did not write."""
 
 
 def _refuse_inputs(out: Path, inputs: Mapping[str, str | Path | None]) -> None:

@@ -9,30 +9,21 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
+from groundkit._models import StrictRecord
 from groundkit._validation import describe
-from groundkit.corpus.audit import AuditParams
-from groundkit.corpus.chunking import ChunkParams
-from groundkit.corpus.tokenizing import TokenizeParams
-from groundkit.errors import ParamsError
-from groundkit.retrieval.registry import SECTIONS, kind_of
+from groundkit.errors import DuplicateKeyError, FixableValueError, ParamsError
+from groundkit.retrieval.kinds import SECTIONS, kind_of
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class _FixableValue(ValueError):
-    """A bad value whose validator knows better than the generic hint how to fix it."""
-
-    def __init__(self, problem: str, fix: str) -> None:
-        super().__init__(problem)
-        self.fix = fix
+class _Section(StrictRecord):
+    """A section of params.yaml: unknown keys refused, and nothing converted (``size: "400"`` is an error)."""
 
 
 def _quotable_path(value: str, key: str) -> str:
@@ -49,7 +40,7 @@ def _quotable_path(value: str, key: str) -> str:
             problem = f"holds the control character U+{ord(char):04X}, which no path should contain"
         else:
             continue
-        raise _FixableValue(problem, f"rename or move the file or folder so that its path holds no single quote "
+        raise FixableValueError(problem, f"rename or move the file or folder so that its path holds no single quote "
                                      f"or control character, and point {key} at the new path")
     return value
 
@@ -64,6 +55,64 @@ class CorpusParams(_Section):
     @classmethod
     def _quotable(cls, value: str, info: ValidationInfo) -> str:
         return _quotable_path(value, f"corpus.{info.field_name}")
+
+
+class ChunkParams(_Section):
+    """The ``chunk`` section of params.yaml.
+
+    Attributes:
+        strategy: ``fixed`` (sliding character window) or ``document`` (one chunk per document).
+        size: Target window length in characters (``fixed`` only).
+        overlap: Characters shared by consecutive windows (``fixed`` only); must be below ``size``.
+    """
+
+    strategy: Literal["fixed", "document"] = "fixed"
+    size: int = Field(default=800, gt=0)
+    overlap: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkParams:
+        if self.overlap >= self.size:
+            raise ValueError(
+                f"overlap ({self.overlap}) must be smaller than size ({self.size}), "
+                "or every window would start where the previous one did"
+            )
+        return self
+
+
+@cache
+def _stemmer_algorithms() -> frozenset[str]:
+    import Stemmer  # PyStemmer; imported lazily so the default tokenizer needs nothing
+
+    return frozenset(Stemmer.algorithms())
+
+
+class TokenizeParams(_Section):
+    """The ``tokenize`` section of params.yaml.
+
+    Attributes:
+        stopwords: ``none``, or ``en`` for the English list of bm25s (= Lucene's).
+        stemmer: ``none``, or a Snowball algorithm name known to PyStemmer.
+    """
+
+    stopwords: Literal["none", "en"] = "none"
+    stemmer: str = "none"
+
+    @field_validator("stemmer")
+    @classmethod
+    def _known_stemmer(cls, stemmer: str) -> str:
+        if stemmer != "none" and stemmer not in _stemmer_algorithms():
+            known = ", ".join(sorted(_stemmer_algorithms()))
+            raise ValueError(f"unknown stemmer; use none or one of PyStemmer's algorithms: {known}")
+        return stemmer
+
+    @property
+    def is_default(self) -> bool:
+        return self.stopwords == "none" and self.stemmer == "none"
+
+    def describe(self) -> dict[str, str]:
+        """The tokenizer as recorded in an index manifest."""
+        return {"pattern": "lowercase \\w+", "stemmer": self.stemmer, "stopwords": self.stopwords}
 
 
 class BM25Params(_Section):
@@ -116,7 +165,7 @@ class RetrieveParams(_Section):
     @classmethod
     def _depth_bounded(cls, value: int) -> int:
         if value > MAX_DEPTH:
-            raise _FixableValue(f"is above {MAX_DEPTH:,}, the most results groundkit keeps per query",
+            raise FixableValueError(f"is above {MAX_DEPTH:,}, the most results groundkit keeps per query",
                                 f"lower retrieve.depth to at most {MAX_DEPTH}; MAP@1000 needs only 1000")
         return value
 
@@ -185,8 +234,25 @@ class ScoreParams(_Section):
         return budgets
 
 
+class AuditParams(_Section):
+    """The ``audit`` section of params.yaml."""
+
+    max_trivial_share: float = Field(default=0.10, ge=0.0, le=1.0)
+
+
+NO_FILE = "params"
+"""What params errors name as their file when no params file was read (defaults and ``--set`` only)."""
+
+
 class Params(_Section):
-    """The whole params.yaml."""
+    """The whole params file: params.yaml, or the file ``--params`` names.
+
+    ``source`` is the file the values were read from (``NO_FILE`` when none was), so that a
+    problem found only later, such as a dense model that is not installed or a ``python:``
+    retriever that fails, names the file the user has to edit.
+    """
+
+    _source: str = PrivateAttr(default=NO_FILE)
 
     corpus: CorpusParams = Field(default_factory=CorpusParams)
     chunk: ChunkParams = Field(default_factory=ChunkParams)
@@ -206,6 +272,11 @@ class Params(_Section):
                 f"({max(self.score.ks)}); metrics at that k would be computed on a truncated ranking"
             )
         return self
+
+    @property
+    def source(self) -> str:
+        """The params file these values were read from, or ``NO_FILE``."""
+        return self._source
 
     def result_params(self) -> dict[str, Any]:
         """The parameters that shape the numbers (not where the inputs live), for RunMetadata.
@@ -259,12 +330,6 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return data
 
 
-class _DuplicateKey(yaml.YAMLError):
-    def __init__(self, key: str, line: int, first_line: int) -> None:
-        super().__init__(key)
-        self.key, self.line, self.first_line = key, line, first_line
-
-
 class _UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader that refuses a key written twice in one mapping (PyYAML keeps the last silently)."""
 
@@ -283,7 +348,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             except TypeError:
                 continue  # an unhashable key: SafeLoader reports it, with its line
             if earlier is not None:
-                raise _DuplicateKey(self._prefixes.get(id(node), "") + str(key), key_node.start_mark.line + 1,
+                raise DuplicateKeyError(self._prefixes.get(id(node), "") + str(key), key_node.start_mark.line + 1,
                                     earlier)
             first_line[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
@@ -315,7 +380,7 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except UnicodeDecodeError:
         raise ParamsError(path, "is not valid UTF-8", fix="re-encode the file as UTF-8") from None
-    except _DuplicateKey as exc:
+    except DuplicateKeyError as exc:
         raise ParamsError(path, f"duplicate key (first set on line {exc.first_line}); YAML would silently keep only "
                           "the last value", key=exc.key, line=exc.line,
                           fix="keep one of the two lines") from None
@@ -334,16 +399,16 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def validate_params(data: dict[str, Any], *, source: str | Path = "params.yaml") -> Params:
-    """Validate raw params, naming the offending dotted key on error."""
+def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
+    """Validate raw params read from ``source``, naming ``source`` and the offending dotted key on error."""
     try:
-        return Params.model_validate(data)
+        params = Params.model_validate(data)
     except ValidationError as exc:
         key, problem = describe(exc)
         fix = ("remove or correct the key; known sections are corpus, chunk, bm25, tokenize, retrieve, dense, "
                "hybrid, score, audit")
         cause = exc.errors(include_url=False)[0].get("ctx", {}).get("error")
-        if isinstance(cause, _FixableValue):
+        if isinstance(cause, FixableValueError):
             fix = cause.fix
         elif "depth" in problem:
             key = key or "retrieve.depth"
@@ -351,6 +416,8 @@ def validate_params(data: dict[str, Any], *, source: str | Path = "params.yaml")
         elif key:
             fix = f"see the default params.yaml for the allowed values of {key}"
         raise ParamsError(source, problem, key=key or None, fix=fix) from None
+    params._source = str(source)
+    return params
 
 
 def load_params(path: str | Path | None = None, overrides: list[str] | None = None) -> Params:
@@ -358,4 +425,4 @@ def load_params(path: str | Path | None = None, overrides: list[str] | None = No
     data = read_params_file(path) if path is not None else {}
     if overrides:
         data = apply_overrides(data, overrides)
-    return validate_params(data, source=path if path is not None else "params")
+    return validate_params(data, source=path if path is not None else NO_FILE)

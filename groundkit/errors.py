@@ -13,9 +13,21 @@ and exits non-zero; tracebacks are shown only with ``--debug``.
     │   ├── DatasetError      a BEIR dataset being imported (import-beir)
     │   ├── ArtifactError     a build artifact is missing, truncated or edited by hand
     │   ├── RunFileError      an external run file (JSONL) handed to score-run
-    │   └── RetrieverError    a python: retriever that breaks its contract
+    │   ├── RetrieverError    a python: retriever that breaks its contract
+    │   ├── OutputError       an --out that is an input, or holds files groundkit did not write
+    │   ├── CompareError      a side of `groundkit compare` cannot be read, or the sides do not match
+    │   └── SweepError        the experiments of `groundkit sweep-plot` cannot be tabulated
     ├── DependencyError       an optional extra (e.g. dense) is not installed
     └── MeasureError          a metric name no registered measure writes
+
+Four more classes are signals inside groundkit, never shown as they are:
+
+    JSONLineError (ValueError)    one JSON line is unacceptable; the reader wraps it in its InputError
+    FixableValueError (ValueError) a params validator's complaint that carries its own fix
+    DuplicateKeyError (ValueError) a YAML key written twice; read_params_file turns it into a ParamsError
+    Terminated (BaseException)    SIGTERM arrived; the guard exits 143 after cleanup
+
+They live here too, so that every exception groundkit raises is found in one file.
 """
 
 from __future__ import annotations
@@ -107,3 +119,50 @@ class MeasureError(GroundkitError):
 
     It carries no location: the reader that met the name raises its own InputError naming the file or option.
     """
+
+
+class OutputError(InputError):
+    """An ``--out`` that is an input, or would replace files groundkit did not write."""
+
+
+class CompareError(InputError):
+    """A side cannot be read, or the two sides are not comparable."""
+
+
+class SweepError(InputError):
+    """The experiments cannot be read or lack a requested parameter or metric."""
+
+
+class JSONLineError(ValueError):
+    """One line of a JSONL file is not acceptable JSON; ``problem`` says why in one sentence.
+
+    A ValueError, not an InputError: the line reader knows neither the file nor the line; its
+    caller does, and raises its own InputError with them.
+    """
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(problem)
+
+
+class FixableValueError(ValueError):
+    """A bad params value whose validator knows better than the generic hint how to fix it.
+
+    A ValueError, so that pydantic reports it as a validation error of its key.
+    """
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(problem)
+        self.fix = fix
+
+
+class DuplicateKeyError(ValueError):
+    """A YAML mapping names ``key`` twice: on ``first_line`` and again on ``line`` (both 1-based)."""
+
+    def __init__(self, key: str, line: int, first_line: int) -> None:
+        super().__init__(key)
+        self.key, self.line, self.first_line = key, line, first_line
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived. A BaseException, so that no ``except Exception`` swallows it on the way out."""

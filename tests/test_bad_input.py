@@ -43,8 +43,10 @@ def _copy(template: Path, dest: Path) -> Path:
 
 
 def _leftovers(directory: Path) -> list[str]:
-    """Temporary files an interrupted atomic write would leave behind."""
-    return sorted(p.name for p in directory.rglob("*") if p.name.endswith(".tmp") or p.name.startswith(".groundkit"))
+    """Temporary files an interrupted atomic write would leave behind (git's and DVC's own folders aside)."""
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*")
+                  if (p.name.endswith(".tmp") or p.name.startswith(".groundkit"))
+                  and not {".git", ".dvc"} & set(p.relative_to(directory).parts))
 
 
 def _assert_one_clear_message(stderr: str, where: str, what: str) -> None:
@@ -54,8 +56,25 @@ def _assert_one_clear_message(stderr: str, where: str, what: str) -> None:
     assert "fix:" in stderr, stderr
 
 
-def test_the_catalogue_is_large_enough():
-    assert len(CASES) >= 40
+# Each case's name starts with the input it damages; its message must point into that input.
+_POINTS_INTO = {
+    "judgments": ("judgments.jsonl",),
+    "judgment": ("judgments.jsonl",),
+    "quote": ("judgments.jsonl",),
+    "audit": ("judgments.jsonl",),
+    "params": ("params.yaml", "key '"),
+    # A document the judgments name but cannot use is reported at the judgment; a bad file, at the file.
+    "document": ("judgments.jsonl", ".md"),
+}
+
+
+def test_every_case_names_the_input_it_damages():
+    kinds = {name.partition(":")[0] for name in CASES}
+    assert kinds == set(_POINTS_INTO)
+    for name, case in CASES.items():
+        where = case.where.partition(":")[0]
+        allowed = _POINTS_INTO[name.partition(":")[0]]
+        assert any(where.startswith(a) or where.endswith(a) for a in allowed), (name, case.where)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -93,7 +112,7 @@ def test_bad_input_fails_cleanly_everywhere(template, tmp_path, capsys, name):
         assert ran <= {"validate-judgments", "resolve-spans"}, ran
     assert not (workspace / "build" / "chunks.jsonl").exists()
     assert not (workspace / "build" / "index").exists()
-    assert _leftovers(workspace / "build") == [] if (workspace / "build").exists() else True
+    assert _leftovers(workspace) == []
 
 
 # --- damaged artifacts fed to the next stage -------------------------------------------------

@@ -107,6 +107,24 @@ def test_bad_input_gives_one_message_and_writes_nothing(tiny_corpus, tmp_path, c
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".groundkit")] == []
 
 
+@pytest.mark.parametrize(("text", "key", "what"), [
+    ("chunk:\n  size: -1\n", "chunk.size", "greater than 0"),  # found while loading the file
+    # Found only when the run needs them, long after loading: the error must still name other.yaml.
+    ("retrieve:\n  retriever: python:no_such_hygiene_module:make\n", "retrieve.retriever", "no_such_hygiene_module"),
+    ("retrieve:\n  retriever: dense\ndense:\n  model: no-such-model-package\n", "dense.model", "no-such-model"),
+])
+def test_params_errors_name_the_file_params_names(tiny_corpus, tmp_path, text, key, what):
+    corpus, judgments = tiny_corpus
+    other = tmp_path / "other.yaml"
+    other.write_text(text, encoding="utf-8")
+    result = groundkit("run", "--params", str(other), "--corpus", str(corpus), "--judgments", str(judgments),
+                       "--out", str(tmp_path / "out"))
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: {other}: key '{key}': "), result.stderr
+    assert what in result.stderr
+    assert "params.yaml:" not in result.stderr  # no location in a file that was not read
+
+
 def test_debug_flag_shows_the_traceback(tiny_corpus, tmp_path):
     corpus, judgments = tiny_corpus
     _break(corpus, judgments, "quote not found")

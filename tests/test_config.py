@@ -48,7 +48,7 @@ def test_bad_values_name_the_key(tmp_path, text, key, fragment):
 def test_yaml_syntax_error_names_the_line(tmp_path):
     with pytest.raises(ParamsError) as info:
         load_params(write(tmp_path, "chunk:\n  size: 400\n bad: [\n"))
-    assert info.value.line is not None
+    assert info.value.line == 3  # ` bad:` is indented less than `size:` and more than `chunk:`
 
 
 def test_result_params_keep_only_what_the_retriever_reads():
@@ -84,7 +84,8 @@ def test_depth_has_a_documented_bound():
 def test_path_params_refuse_what_single_quotes_cannot_carry(key, value, fragment):
     section, name = key.split(".")
     with pytest.raises(ParamsError) as info:
-        validate_params({section: {name: value}})
+        validate_params({section: {name: value}}, source="other.yaml")
+    assert info.value.path == "other.yaml"
     assert info.value.key == key
     assert fragment in info.value.problem
     assert key in info.value.fix
@@ -92,7 +93,7 @@ def test_path_params_refuse_what_single_quotes_cannot_carry(key, value, fragment
 
 def test_path_params_may_hold_what_the_shell_would_expand():
     odd = "evals/my corpus $(touch PWNED) `id` $HOME; \\ \" * ?"
-    params = validate_params({"corpus": {"root": odd, "judgments": odd}, "retrieve": {"run": odd}})
+    params = validate_params({"corpus": {"root": odd, "judgments": odd}, "retrieve": {"run": odd}}, source="p.yaml")
     assert (params.corpus.root, params.corpus.judgments, params.retrieve.run) == (odd, odd, odd)
 
 

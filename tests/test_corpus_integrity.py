@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -40,9 +42,12 @@ def test_every_quote_resolves_to_exactly_one_span(documents, judgments):
             assert documents[span.document].text[span.start : span.end] == span.quote
 
 
-def test_ids_unique_and_ascending(judgments):
-    ids = [j.query_id for j in judgments]
-    assert len(ids) == len(set(ids)) and ids == sorted(ids)
+def test_ids_in_the_file_are_strictly_ascending_and_all_loaded(judgments):
+    # Read apart from load_judgments, which refuses disorder itself: this checks the file, and the loader.
+    raw = [json.loads(line)["query_id"] for line in JUDGMENTS.read_text(encoding="utf-8").splitlines()
+           if line.strip()]
+    assert all(earlier < later for earlier, later in itertools.pairwise(raw))
+    assert [j.query_id for j in judgments] == raw
 
 
 def test_size_and_category_minimums(documents, judgments):

@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 
 from groundkit._guard import guarded
-from groundkit._outputs import MARKER, SCRATCH_MARKER, OutputError
+from groundkit._outputs import MARKER, SCRATCH_MARKER
 from groundkit.artifacts import atomic_write_text
 from groundkit.corpus.beir import import_beir
+from groundkit.errors import OutputError
 from groundkit.pipeline.runner import ARTIFACTS
 from tests.corpus.test_beir import write_dataset
 from tests.dvc_helpers import clone_working_tree, env

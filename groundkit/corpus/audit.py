@@ -18,26 +18,16 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from groundkit._models import Record
+from groundkit.config import AuditParams, TokenizeParams
 from groundkit.corpus.judgments import Category, Judgment
 from groundkit.corpus.passage import Document
-from groundkit.corpus.tokenizing import TokenizeParams, make_tokenizer
+from groundkit.corpus.tokenizing import make_tokenizer
 from groundkit.errors import JudgmentsError
 
 
-class AuditParams(BaseModel):
-    """The ``audit`` section of params.yaml."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    max_trivial_share: float = Field(default=0.10, ge=0.0, le=1.0)
-
-
-class JudgmentAudit(BaseModel):
+class JudgmentAudit(Record):
     """The audit of one answerable judgment."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     query_id: str
     category: Category
@@ -47,20 +37,16 @@ class JudgmentAudit(BaseModel):
     trivial: bool
 
 
-class NoAnswerLeak(BaseModel):
+class NoAnswerLeak(Record):
     """A no_answer judgment whose query shares tokens with the corpus (up to 3 documents each)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     query_id: str
     line: int
     tokens: dict[str, list[str]]
 
 
-class AuditReport(BaseModel):
+class AuditReport(Record):
     """The whole audit; written as build/audit.json."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     documents: int
     answerable: int

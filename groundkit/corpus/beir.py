@@ -50,12 +50,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from groundkit._json import JSONLineError, loads_line
+from groundkit._json import loads_line
 from groundkit._outputs import output_folder
 from groundkit._validation import describe
 from groundkit.artifacts import dumps_json, file_sha256
 from groundkit.corpus.judgments import Category, GoldSpan, Judgment
-from groundkit.errors import DatasetError
+from groundkit.errors import DatasetError, JSONLineError
 
 FORMAT = "groundkit-beir-import/1"
 MANIFEST = "beir-import.json"

@@ -9,37 +9,10 @@ word is a maximal run of non-whitespace characters).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from groundkit._progress import track
+from groundkit.config import ChunkParams
 from groundkit.corpus.passage import Chunk, Document
-
-
-class ChunkParams(BaseModel):
-    """The ``chunk`` section of params.yaml.
-
-    Attributes:
-        strategy: ``fixed`` (sliding character window) or ``document`` (one chunk per document).
-        size: Target window length in characters (``fixed`` only).
-        overlap: Characters shared by consecutive windows (``fixed`` only); must be below ``size``.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    strategy: Literal["fixed", "document"] = "fixed"
-    size: int = Field(default=800, gt=0)
-    overlap: int = Field(default=0, ge=0)
-
-    @model_validator(mode="after")
-    def _overlap_below_size(self) -> ChunkParams:
-        if self.overlap >= self.size:
-            raise ValueError(
-                f"overlap ({self.overlap}) must be smaller than size ({self.size}), "
-                "or every window would start where the previous one did"
-            )
-        return self
 
 
 def _skip_space(text: str, i: int) -> int:

@@ -16,12 +16,13 @@ import re
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from groundkit._json import JSONLineError, loads_line
+from groundkit._json import loads_line
+from groundkit._models import StrictRecord
 from groundkit._text import decode_utf8_lf
 from groundkit._validation import describe
-from groundkit.errors import JudgmentsError
+from groundkit.errors import JSONLineError, JudgmentsError
 
 QUERY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 
@@ -36,7 +37,7 @@ class Category(StrEnum):
     NO_ANSWER = "no_answer"
 
 
-class GoldSpan(BaseModel):
+class GoldSpan(StrictRecord):
     """What answers (part of) the query: a verbatim quote from one document, or the whole document.
 
     ``{"document": "a.md", "quote": "..."}`` is the usual, quote-anchored form.
@@ -45,8 +46,6 @@ class GoldSpan(BaseModel):
     it is then gold. The whole-document form must be asked for explicitly, so a
     forgotten quote is still an error rather than a much wider label.
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     document: str = Field(min_length=1)
     quote: str | None = None
@@ -75,10 +74,8 @@ class GoldSpan(BaseModel):
         return self
 
 
-class Judgment(BaseModel):
+class Judgment(StrictRecord):
     """One evaluation query and the gold quotes that answer it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_enum_values=False)
 
     query_id: str
     query: str

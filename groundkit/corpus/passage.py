@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from groundkit._json import describe_char
+from groundkit._models import StrictRecord
 
 ID_HEX_CHARS = 16
 
@@ -40,11 +41,7 @@ def content_id(*parts: str | int) -> str:
     return hashlib.sha256(payload).hexdigest()[:ID_HEX_CHARS]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class Document(_Record):
+class Document(StrictRecord):
     """One corpus document.
 
     Attributes:
@@ -74,7 +71,7 @@ class Document(_Record):
         return self
 
 
-class Passage(_Record):
+class Passage(StrictRecord):
     """The characters ``[start, end)`` of one document.
 
     Attributes:

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 
+from groundkit._models import StrictRecord
 from groundkit.corpus.judgments import Category, GoldSpan, Judgment
 from groundkit.corpus.passage import (
     LISTED,
@@ -45,10 +46,8 @@ class ResolvedSpan(Passage):
         return self
 
 
-class ResolvedJudgment(BaseModel):
+class ResolvedJudgment(StrictRecord):
     """A judgment whose every gold quote has been located; one line of build/gold_spans.jsonl."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     query_id: str
     query: str

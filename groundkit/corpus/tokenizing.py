@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import cache
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from groundkit.config import TokenizeParams
 
 _WORD = re.compile(r"\w+")
 
@@ -49,43 +47,6 @@ def tokenize(text: str) -> list[str]:
     if text.isascii():
         return text.translate(_ASCII_WORDS).split()
     return _WORD.findall(text.lower())
-
-
-@cache
-def _stemmer_algorithms() -> frozenset[str]:
-    import Stemmer  # PyStemmer; imported lazily so the default tokenizer needs nothing
-
-    return frozenset(Stemmer.algorithms())
-
-
-class TokenizeParams(BaseModel):
-    """The ``tokenize`` section of params.yaml.
-
-    Attributes:
-        stopwords: ``none``, or ``en`` for the English list of bm25s (= Lucene's).
-        stemmer: ``none``, or a Snowball algorithm name known to PyStemmer.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    stopwords: Literal["none", "en"] = "none"
-    stemmer: str = "none"
-
-    @field_validator("stemmer")
-    @classmethod
-    def _known_stemmer(cls, stemmer: str) -> str:
-        if stemmer != "none" and stemmer not in _stemmer_algorithms():
-            known = ", ".join(sorted(_stemmer_algorithms()))
-            raise ValueError(f"unknown stemmer; use none or one of PyStemmer's algorithms: {known}")
-        return stemmer
-
-    @property
-    def is_default(self) -> bool:
-        return self.stopwords == "none" and self.stemmer == "none"
-
-    def describe(self) -> dict[str, str]:
-        """The tokenizer as recorded in an index manifest."""
-        return {"pattern": "lowercase \\w+", "stemmer": self.stemmer, "stopwords": self.stopwords}
 
 
 def _stopwords(name: str) -> frozenset[str]:

@@ -21,7 +21,7 @@ from groundkit.pipeline.steps import resolve_spans as resolve_spans_step
 from groundkit.pipeline.steps import retrieve as retrieve_step
 from groundkit.pipeline.steps import score as score_step
 from groundkit.pipeline.steps import validate_judgments as validate_judgments_step
-from groundkit.retrieval.registry import kind_of
+from groundkit.retrieval.kinds import kind_of
 
 ARTIFACTS = (
     "validation.json",

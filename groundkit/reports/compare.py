@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from groundkit._json import JSONLineError, loads_line
-from groundkit.errors import InputError, MeasureError
+from groundkit._json import loads_line
+from groundkit.errors import CompareError, JSONLineError, MeasureError
 from groundkit.scoring.measures import BUDGET_RECALL, MEASURES, NDCG, RECALL
 from groundkit.scoring.schema import PER_QUERY_FIELDS
 
@@ -48,10 +48,6 @@ BLOCK_VALUES = 1 << 22
 SHORT_HASH = 12
 # The per-category table: every hit rate (at k and at a budget), then nDCG at the deepest k.
 PER_CATEGORY = (RECALL, BUDGET_RECALL)
-
-
-class CompareError(InputError):
-    """A side cannot be read, or the two sides are not comparable."""
 
 
 @dataclass(frozen=True)

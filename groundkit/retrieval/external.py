@@ -32,11 +32,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit._json import JSONLineError, loads_line
+from groundkit._json import loads_line
 from groundkit._text import utf8_lf_lines
 from groundkit.corpus.passage import Document, Excerpt, NotOnce, Passage, is_corpus_relative, locate_once
-from groundkit.errors import RunFileError
-from groundkit.retrieval.registry import Run, Sources
+from groundkit.errors import JSONLineError, RunFileError
+from groundkit.retrieval.kinds import Run, Sources
 
 if TYPE_CHECKING:
     from groundkit.config import Params

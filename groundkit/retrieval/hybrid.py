@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from groundkit.corpus.passage import Chunk
 from groundkit.retrieval.bm25 import BM25Index
 from groundkit.retrieval.dense import build as build_dense
-from groundkit.retrieval.registry import Ranking, Retriever
+from groundkit.retrieval.kinds import Ranking, Retriever
 
 if TYPE_CHECKING:
     from groundkit.config import Params

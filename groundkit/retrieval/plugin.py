@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
-from groundkit._guard import Terminated
 from groundkit.corpus.passage import Chunk
-from groundkit.errors import RetrieverError
-from groundkit.retrieval.registry import Ranking, Retriever
+from groundkit.errors import RetrieverError, Terminated
+from groundkit.retrieval.kinds import Ranking, Retriever
 
 if TYPE_CHECKING:
     from groundkit.config import Params
@@ -33,7 +32,10 @@ if TYPE_CHECKING:
 RetrieverFactory = Callable[[Sequence[Chunk], Mapping[str, Any]], Retriever]
 
 
-_WHERE = {"path": "params.yaml", "key": "retrieve.retriever"}
+def _where(source: str) -> dict[str, str]:
+    """An error's place: the key ``retrieve.retriever`` of the params file ``source`` (``Params.source``)."""
+    return {"path": source, "key": "retrieve.retriever"}
+
 _SHOWN_CHARS = 200  # of a value or message the user's code made: enough to recognise it, never a flood
 
 
@@ -57,7 +59,7 @@ def _shown(value: object, *, text: bool = False) -> str:
 
 
 @contextmanager
-def _user_code(spec: str, step: str, fix: str) -> Iterator[None]:
+def _user_code(spec: str, source: str, step: str, fix: str) -> Iterator[None]:
     """Run the retriever's own code; anything but a normal return becomes a RetrieverError naming ``step``.
 
     SystemExit is caught too: a plugin that exits (even with 0) must not end the run as a success
@@ -69,7 +71,7 @@ def _user_code(spec: str, step: str, fix: str) -> Iterator[None]:
     except _FROM_OUTSIDE:
         raise
     except SystemExit as exc:
-        raise RetrieverError(**_WHERE, problem=f"retriever {spec!r}: {step} tried to end the process "
+        raise RetrieverError(**_where(source), problem=f"retriever {spec!r}: {step} tried to end the process "
                              f"(SystemExit with code {_shown(exc.code)}); plugin code must return or raise, "
                              "never exit",
                              fix="remove the sys.exit() (or exit()) call from the retriever's code; raise an "
@@ -78,16 +80,16 @@ def _user_code(spec: str, step: str, fix: str) -> Iterator[None]:
         # The user's code failed, not groundkit's: say so; --debug shows their traceback (chained).
         detail = _shown(exc, text=True)
         raised = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-        raise RetrieverError(**_WHERE, problem=f"retriever {spec!r}: {step} raised {raised}", fix=fix) from exc
+        raise RetrieverError(**_where(source), problem=f"retriever {spec!r}: {step} raised {raised}", fix=fix) from exc
 
 
-def load_factory(spec: str) -> RetrieverFactory:
-    """Import the factory named by ``python:MODULE:FACTORY``."""
+def load_factory(spec: str, source: str) -> RetrieverFactory:
+    """Import the factory named by ``python:MODULE:FACTORY``; errors name the params file ``source``."""
     _, module_name, attribute = spec.split(":")
     added = str(Path.cwd())
     sys.path.insert(0, added)  # like `python -m`: a module next to params.yaml is found
     try:
-        with _user_code(spec, f"importing module {module_name!r}",
+        with _user_code(spec, source, f"importing module {module_name!r}",
                         fix="put the module in the current directory or on PYTHONPATH, or install it; if it is "
                             "there, fix the error its import raises (--debug shows the traceback)"):
             module = importlib.import_module(module_name)
@@ -96,7 +98,7 @@ def load_factory(spec: str) -> RetrieverFactory:
         if added in sys.path:  # the module's own code may already have taken it out
             sys.path.remove(added)
     if not callable(factory):
-        raise RetrieverError(**_WHERE, problem=f"retriever {spec!r}: module {module_name!r} has no callable "
+        raise RetrieverError(**_where(source), problem=f"retriever {spec!r}: module {module_name!r} has no callable "
                              f"{attribute!r}",
                              fix="name a function (or class) taking (chunks, options) that returns a retriever")
     return factory
@@ -128,18 +130,18 @@ def _read_pair(item: object) -> tuple[str, float] | str:
 class CheckedRetriever:
     """Wraps a user's retriever: checks each result and imposes groundkit's total order."""
 
-    def __init__(self, spec: str, inner: Retriever, chunks: Sequence[Chunk]) -> None:
-        self.spec = spec
+    def __init__(self, spec: str, inner: Retriever, chunks: Sequence[Chunk], source: str) -> None:
+        self.spec, self.source = spec, source
         self._inner = inner
         self._order = {c.chunk_id: (c.document, c.start_offset) for c in chunks}
-        with _user_code(spec, "looking up search() on what the factory returned",
+        with _user_code(spec, source, "looking up search() on what the factory returned",
                         fix="fix the retriever class; re-run with --debug for its traceback"):
             search = getattr(inner, "search", None)
         if not callable(search):
             self._fail(f"the factory returned {type(inner).__name__}, which has no search(query, depth) method")
 
     def _fail(self, problem: str) -> NoReturn:
-        raise RetrieverError(**_WHERE, problem=f"retriever {self.spec!r}: {problem}",
+        raise RetrieverError(**_where(self.source), problem=f"retriever {self.spec!r}: {problem}",
                              fix="see the contract in groundkit/retrieval/registry.py: search(query, depth) returns "
                                  "at most "
                                  "depth (chunk_id, score) pairs")
@@ -147,11 +149,11 @@ class CheckedRetriever:
     def search(self, query: str, depth: int) -> Ranking:
         call = f"search({_shown(query)}, {depth})"
         fix = "fix the retriever; re-run with --debug for its traceback"
-        with _user_code(self.spec, call, fix=fix):
+        with _user_code(self.spec, self.source, call, fix=fix):
             returned = self._inner.search(query, depth)
         if isinstance(returned, str | bytes | Mapping) or not isinstance(returned, Iterable):
             self._fail(f"search(query, depth) returned {type(returned).__name__}, not a list of (chunk_id, score)")
-        with _user_code(self.spec, f"iterating the results of {call}", fix=fix):
+        with _user_code(self.spec, self.source, f"iterating the results of {call}", fix=fix):
             # One past depth tells that there are too many; an endless generator must not hang the run.
             results = list(itertools.islice(returned, depth + 1))
             if isinstance(returned, Generator):
@@ -161,7 +163,7 @@ class CheckedRetriever:
         seen: dict[str, float] = {}
         for position, item in enumerate(results, start=1):
             # Reading a result runs the user's __len__, __iter__, __float__ or __repr__, any of which may misbehave.
-            with _user_code(self.spec, f"reading result {position} of {call}", fix=fix):
+            with _user_code(self.spec, self.source, f"reading result {position} of {call}", fix=fix):
                 pair = _read_pair(item)
             if isinstance(pair, str):
                 self._fail(pair)
@@ -178,9 +180,9 @@ class CheckedRetriever:
 def build(params: Params, chunks: Sequence[Chunk], index_dir: Path, embeddings_dir: Path) -> Retriever:
     """Import the factory ``retrieve.retriever`` names, call it once with the chunks and options, and check it."""
     spec = params.retrieve.retriever
-    factory = load_factory(spec)
+    factory = load_factory(spec, params.source)
     # A deep copy: the factory may edit its options in place, and run.json must record what the user wrote.
     options = copy.deepcopy(dict(params.retrieve.options))
-    with _user_code(spec, "the factory", fix="fix the factory; re-run with --debug for its traceback"):
+    with _user_code(spec, params.source, "the factory", fix="fix the factory; re-run with --debug for its traceback"):
         built = factory(list(chunks), options)
-    return CheckedRetriever(spec, built, chunks)
+    return CheckedRetriever(spec, built, chunks, params.source)

@@ -7,8 +7,9 @@ import io
 from collections import Counter
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
+from groundkit._models import Record
 from groundkit.corpus.judgments import Category
 from groundkit.scoring.measures import MEASURES
 
@@ -16,18 +17,14 @@ PER_QUERY_FIELDS = ("query_id", "query", "category", "retrieved", "gold_chunks",
 """The columns of per_query.csv before the metrics; every column after them is a metric name of the registry."""
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ExternalRunFile(_Record):
+class ExternalRunFile(Record):
     """The external run file a result scored: its name (never a path, so run.json stays portable) and content."""
 
     name: str
     sha256: str
 
 
-class RunMetadata(_Record):
+class RunMetadata(Record):
     """What a run measured: which corpus, which judgments, which parameters, which code.
 
     Runs are comparable exactly when both hashes match. They are SHA-256 over
@@ -47,7 +44,7 @@ class RunMetadata(_Record):
         return self.model_dump(mode="json", exclude={"external_run"} if self.external_run is None else None)
 
 
-class QueryResult(_Record):
+class QueryResult(Record):
     """One query's outcome. ``metrics`` is empty for no_answer queries."""
 
     query_id: str
@@ -67,11 +64,11 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-class StageResult(_Record):
+class StageResult(Record):
     """All query results of one run, and the aggregates metrics.json reports."""
 
     ks: list[int]
-    budgets: list[int] = []
+    budgets: list[int] = Field(default_factory=list)
     queries: list[QueryResult]
 
     @property

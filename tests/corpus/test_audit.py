@@ -1,9 +1,9 @@
 import pytest
 
-from groundkit.corpus.audit import AuditParams, audit, check_audit
+from groundkit.config import AuditParams, TokenizeParams
+from groundkit.corpus.audit import audit, check_audit
 from groundkit.corpus.judgments import GoldSpan, Judgment
 from groundkit.corpus.passage import Document
-from groundkit.corpus.tokenizing import TokenizeParams
 from groundkit.errors import JudgmentsError
 
 DOCS = [

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from groundkit._outputs import OutputError
 from groundkit.cli import main
 from groundkit.corpus.beir import import_beir
 from groundkit.corpus.documents import load_corpus
 from groundkit.corpus.judgments import load_judgments
-from groundkit.errors import DatasetError
+from groundkit.errors import DatasetError, OutputError
 from tests.bad_inputs import BEIR_CASES
 from tests.dvc_helpers import env
 

@@ -3,7 +3,8 @@ import itertools
 import pytest
 from pydantic import ValidationError
 
-from groundkit.corpus.chunking import ChunkParams, chunk_documents, chunk_fixed, chunk_whole
+from groundkit.config import ChunkParams
+from groundkit.corpus.chunking import chunk_documents, chunk_fixed, chunk_whole
 from groundkit.corpus.passage import Document
 
 

@@ -1,6 +1,7 @@
 import pytest
 
-from groundkit.corpus.tokenizing import TokenizeParams, make_tokenizer, tokenize
+from groundkit.config import TokenizeParams
+from groundkit.corpus.tokenizing import make_tokenizer, tokenize
 
 
 def test_lowercases_and_splits_on_non_word_characters():

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from groundkit import _progress
 from groundkit.artifacts import atomic_write_lines, model_line
-from groundkit.corpus.chunking import ChunkParams
+from groundkit.config import ChunkParams
 from groundkit.corpus.passage import Document
 from groundkit.pipeline.steps import chunk as chunk_step, embed as embed_step
 from groundkit.pipeline.steps import index as index_step, retrieve as retrieve_step

@@ -106,8 +106,12 @@ def test_fewer_than_two_queries_have_no_interval_and_no_test():
     assert paired_stats(np.array([]), np.array([])) == (None, None, None)
 
 
-def test_the_compare_catalogue_is_large_enough():
-    assert len(COMPARE_CASES) >= 30
+def test_every_refused_compare_input_is_named_by_its_side_or_option():
+    refused = {name: case for name, case in COMPARE_CASES.items() if case.exit == 1}
+    assert refused  # the catalogue holds refusals, not only reports
+    for name, case in refused.items():
+        assert case.stream == "stderr", name
+        assert case.where.startswith(("baseline", "candidate", "--")), (name, case.where)
 
 
 @pytest.mark.parametrize("name", sorted(COMPARE_CASES))

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from groundkit.reports.sweep import SweepError, experiment_rows
+from groundkit.errors import SweepError
+from groundkit.reports.sweep import experiment_rows
 from tests.bad_inputs import CORPUS, JUDGMENTS, PARAMS
 from tests.conftest import write_tiny_corpus
 from tests.dvc_helpers import clone_working_tree, run

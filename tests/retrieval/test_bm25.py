@@ -119,7 +119,7 @@ def test_truncated_or_edited_index_is_detected(tmp_path, victim):
 
 
 def test_index_records_its_tokenizer_and_queries_are_tokenized_with_it(tmp_path):
-    from groundkit.corpus.tokenizing import TokenizeParams
+    from groundkit.config import TokenizeParams
 
     chunks = make_chunks(["the replica runs", "a replicated log", "running backups"])
     stemmed = TokenizeParams(stopwords="en", stemmer="english")

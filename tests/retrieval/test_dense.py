@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from groundkit.config import DenseParams, load_params
-from groundkit.corpus.chunking import ChunkParams, chunk_documents
+from groundkit.config import ChunkParams, DenseParams, load_params
+from groundkit.corpus.chunking import chunk_documents
 from groundkit.corpus.passage import Document
 from groundkit.errors import ArtifactError
 from groundkit.retrieval.bm25 import BM25Index

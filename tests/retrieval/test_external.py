@@ -16,8 +16,8 @@ import yaml
 
 from groundkit.artifacts import file_sha256
 from groundkit.cli import main
-from groundkit.config import load_params
-from groundkit.corpus.chunking import ChunkParams, chunk_documents
+from groundkit.config import ChunkParams, load_params
+from groundkit.corpus.chunking import chunk_documents
 from groundkit.corpus.documents import load_corpus
 from groundkit.corpus.judgments import load_judgments
 from groundkit.corpus.passage import content_id

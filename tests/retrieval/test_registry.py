@@ -9,13 +9,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from groundkit.config import load_params
-from groundkit.corpus.chunking import ChunkParams, chunk_documents
+from groundkit.config import ChunkParams, load_params
+from groundkit.corpus.chunking import chunk_documents
 from groundkit.corpus.passage import Document
 from groundkit.errors import RetrieverError
 from groundkit.retrieval.dense import rank_rows
 from groundkit.retrieval.hybrid import reciprocal_rank_fusion
-from groundkit.retrieval.registry import RETRIEVERS, build_retriever, kind_of
+from groundkit.retrieval.kinds import RETRIEVERS, kind_of
+from groundkit.retrieval.registry import IMPLEMENTATIONS, build_retriever
 from tests.bad_inputs import PLUGIN_CASES
 from tests.conftest import REPO
 from tests.dvc_helpers import env
@@ -44,11 +45,9 @@ def test_unknown_kinds_are_refused_with_the_list_of_kinds(retriever):
         kind_of(retriever)
 
 
-def test_every_kind_names_a_module_that_implements_it():
-    import importlib
-
-    for kind in RETRIEVERS:
-        module = importlib.import_module(kind.module)
+def test_every_kind_has_a_module_that_implements_it():
+    assert set(IMPLEMENTATIONS) == set(RETRIEVERS)
+    for kind, module in IMPLEMENTATIONS.items():
         assert callable(getattr(module, "build" if kind.searches else "read")), kind.name
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from groundkit.artifacts import read_models
 from groundkit.corpus.passage import Chunk
-from groundkit.retrieval.dense import save_embeddings
+from groundkit.retrieval.dense import Encoder, save_embeddings
 
 if TYPE_CHECKING:
     from groundkit.config import Params
@@ -23,4 +23,6 @@ def run(chunks: Path, params: Params, out_embeddings: Path, *, progress: bool = 
 
     chunk_list = read_models(chunks, Chunk, producer="chunk") if params.retrieve.needs_embeddings else []
     dense = params.dense if params.retrieve.needs_embeddings else None
-    return save_embeddings(out_embeddings, chunk_list, dense, progress=progress)
+    # Built here, not inside save_embeddings, so that a missing model names the params file actually read.
+    encoder = Encoder(params.dense, source=params.source) if dense is not None else None
+    return save_embeddings(out_embeddings, chunk_list, dense, encoder, progress=progress)

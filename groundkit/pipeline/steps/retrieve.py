@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from groundkit.artifacts import atomic_write_lines, model_line, read_models
 from groundkit.corpus.passage import Chunk, Document
 from groundkit.corpus.spans import ResolvedJudgment
-from groundkit.retrieval.registry import Run, Sources, kind_of, retrieve
+from groundkit.retrieval.kinds import Run, Sources, kind_of
+from groundkit.retrieval.registry import retrieve
 from groundkit.retrieval.trec import run_lines
 
 if TYPE_CHECKING:

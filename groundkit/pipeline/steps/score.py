@@ -20,7 +20,7 @@ from groundkit.artifacts import (
 from groundkit.corpus.passage import Chunk, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import ArtifactError, RunFileError
-from groundkit.retrieval.registry import kind_of
+from groundkit.retrieval.kinds import kind_of
 from groundkit.retrieval.trec import qrels_lines, read_run
 from groundkit.scoring.measures import NDCG, RECALL
 from groundkit.scoring.schema import ExternalRunFile, RunMetadata

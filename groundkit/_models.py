@@ -1,0 +1,29 @@
+"""The two bases of every pydantic model in groundkit: records and params sections.
+
+Every model refuses unknown keys (a typo is an error, not a silently ignored
+field) and is frozen (a record read from disk is what was written). They
+differ in one setting only:
+
+* ``Record`` converts where JSON or CSV cannot say the type itself: a
+  category written as a string becomes its enum, a float column read back
+  from CSV validates. The reports and the run's schema use it.
+* ``StrictRecord`` converts nothing: an int is not a float, a string is not
+  a number. Params sections, documents, chunks, judgments and spans use it,
+  because what a user wrote must mean exactly what it says.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Record(BaseModel):
+    """A frozen model that refuses unknown keys and converts values pydantic's lax mode allows."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StrictRecord(Record):
+    """A ``Record`` that converts nothing: every value must already have its declared type."""
+
+    model_config = ConfigDict(strict=True)

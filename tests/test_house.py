@@ -1,0 +1,212 @@
+"""The house rules that no single module can check: layers, import cycles, one exception module.
+
+The import graph is read from the source (``ast``), not by importing: it sees
+every import, also those inside functions, except the ones under
+``if TYPE_CHECKING:``, which never run. Imports inside functions count:
+deferring an import hides a cycle from Python's import machinery, but the
+modules still need each other whenever that code runs, DVC's stage deps
+(the import closures) include them, and the one cycle this project had,
+dense <-> the retriever registry, was made of nothing else.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.conftest import REPO
+
+PACKAGE = REPO / "groundkit"
+
+# Lowest first; a module may import from its own layer or any below it, never from above.
+LAYERS = ("infrastructure", "config", "corpus", "retrieval", "scoring", "pipeline", "reports", "cli")
+INFRASTRUCTURE = {"groundkit.errors", "groundkit.artifacts"}  # and every private groundkit._name module
+# The table of retriever kinds is configuration: it says what retrieve.retriever may name, and config
+# validates params against it. It imports no retriever's code (groundkit/retrieval/registry.py does).
+PLACED = {"groundkit.retrieval.kinds": "config"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def groundkit_modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node that can run, skipping the bodies of ``if TYPE_CHECKING:`` (their ``else`` runs)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def imported_modules(source: str, name: str, known: set[str]) -> set[str]:
+    """The modules of ``known`` that module ``name`` (source ``source``) imports at run time."""
+    found: set[str] = set()
+    for node in _runtime_nodes(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from the package holding `name`
+                base = name.split(".")[: len(name.split(".")) - node.level]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+            # `from groundkit.corpus import spans` imports the module groundkit.corpus.spans.
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return {module for module in found if module in known and module != name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = groundkit_modules()
+    known = set(modules)
+    return {name: imported_modules(path.read_text(encoding="utf-8"), name, known) for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for child in sorted(graph.get(node, ())):
+            if child not in index:
+                visit(child)
+                low[node] = min(low[node], low[child])
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def layer(module: str) -> str | None:
+    """The layer ``module`` belongs to, or None for the package's own ``__init__`` (the public facade)."""
+    if module == "groundkit":
+        return None
+    if module in PLACED:
+        return PLACED[module]
+    if module in INFRASTRUCTURE or module.split(".")[1].startswith("_"):
+        return "infrastructure"
+    top = module.split(".")[1]
+    return top if top in LAYERS else "unassigned"
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for module, targets in sorted(graph.items()):
+        here = layer(module)
+        if here is None:
+            continue
+        for target in sorted(targets):
+            there = layer(target)
+            if there is not None and LAYERS.index(there) > LAYERS.index(here):
+                wrong.append(f"{module} ({here}) imports {target} ({there})")
+    return wrong
+
+
+def exception_classes(sources: dict[str, str]) -> dict[str, str]:
+    """Every class defined in ``sources`` (module -> source) that derives from an exception, by class name.
+
+    A base is an exception when it is a builtin exception, is named like one (``yaml.YAMLError``),
+    or is itself such a class found in ``sources`` (repeated until nothing new is found).
+    """
+    builtin = {name for name, value in vars(builtins).items()
+               if isinstance(value, type) and issubclass(value, BaseException)}
+    classes = [(module, node) for module, source in sources.items()
+               for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ClassDef)]
+    found: dict[str, str] = {}
+    changed = True
+    while changed:
+        changed = False
+        for module, node in classes:
+            if node.name in found:
+                continue
+            bases = {base.id if isinstance(base, ast.Name) else base.attr
+                     for base in node.bases if isinstance(base, ast.Name | ast.Attribute)}
+            if any(b in builtin or b in found or b.endswith(("Error", "Exception")) for b in bases):
+                found[node.name] = module
+                changed = True
+    return found
+
+
+# --- the rules, on the real code
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in groundkit_modules() if layer(m) == "unassigned"] == []
+
+
+def test_imports_point_down_the_layers():
+    assert upward_imports(import_graph()) == []
+
+
+def test_no_import_cycle():
+    assert cycles(import_graph()) == []
+
+
+def test_every_exception_class_lives_in_the_errors_module():
+    sources = {name: path.read_text(encoding="utf-8") for name, path in groundkit_modules().items()}
+    sources.update({f"stages.{p.stem}": p.read_text(encoding="utf-8") for p in (REPO / "stages").glob("*.py")})
+    found = exception_classes(sources)
+    assert {name: module for name, module in found.items() if module != "groundkit.errors"} == {}
+    assert {"GroundkitError", "InputError", "JSONLineError", "Terminated"} <= set(found)
+
+
+# --- the checkers, on inputs whose answer is known: each rule can fail
+
+
+def test_cycles_finds_a_cycle_and_only_cycles():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_imports_inside_functions_count_and_type_checking_ones_do_not():
+    source = ("from typing import TYPE_CHECKING\n"
+              "if TYPE_CHECKING:\n    from groundkit.cli import main\n"
+              "def f():\n    from groundkit.reports import compare\n"
+              "from . import spans\n")
+    known = {"groundkit.cli", "groundkit.reports", "groundkit.reports.compare", "groundkit.corpus.spans"}
+    assert imported_modules(source, "groundkit.corpus.passage", known) == {
+        "groundkit.reports", "groundkit.reports.compare", "groundkit.corpus.spans"}
+
+
+def test_an_upward_import_is_reported():
+    graph = {"groundkit.config": {"groundkit.corpus.audit", "groundkit.errors"}, "groundkit.corpus.audit": set()}
+    assert upward_imports(graph) == ["groundkit.config (config) imports groundkit.corpus.audit (corpus)"]
+
+
+def test_exception_classes_follow_bases_across_modules():
+    sources = {"m1": "class A(ValueError):\n    pass\nclass Plain:\n    pass\n",
+               "m2": ("import yaml\nclass B(A):\n    pass\nclass C(yaml.YAMLError):\n    pass\n"
+                      "class D(Plain):\n    pass\n")}
+    assert exception_classes(sources) == {"A": "m1", "B": "m2", "C": "m2"}

@@ -9,6 +9,7 @@ from groundkit._progress import track
 from groundkit.artifacts import atomic_write_lines, model_line, read_models
 from groundkit.corpus.passage import Chunk, Document
 from groundkit.corpus.spans import ResolvedJudgment
+from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, written_by
 from groundkit.retrieval.trec import run_lines, run_tag
 
 if TYPE_CHECKING:
@@ -33,13 +34,13 @@ def run(
     (which are not chunks), empty for every other retriever.
     """
 
-    judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
+    judgments = read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
     depth = params.retrieve.depth
     passages: dict[str, Chunk] = {}
     if params.retrieve.retriever == "external":
         from groundkit.retrieval.external import read_external_run
 
-        documents_by_path = {d.path: d for d in read_models(documents, Document, producer="resolve-spans")}
+        documents_by_path = {d.path: d for d in read_models(documents, Document, producer=written_by(DOCUMENTS))}
         external = read_external_run(params.retrieve.run, documents_by_path, [j.query_id for j in judgments])
         rankings: dict[str, list[tuple[str, float]]] = {}
         for query_id, ranked in external.items():
@@ -51,7 +52,7 @@ def run(
 
         # The BM25 index carries its own rows; only the other retrievers need the chunks themselves.
         bm25 = params.retrieve.retriever == "bm25"
-        chunk_list = [] if bm25 else read_models(chunks, Chunk, producer="chunk")
+        chunk_list = [] if bm25 else read_models(chunks, Chunk, producer=written_by(CHUNKS))
         retriever = build_retriever(params, chunk_list, index_dir, embeddings_dir)
         rankings = {j.query_id: retriever.search(j.query, depth)
                     for j in track(judgments, desc="retrieve", unit="query")}
@@ -59,3 +60,9 @@ def run(
     atomic_write_lines(out_passages, (model_line(p) for p in ordered), seal=True)
     atomic_write_lines(out_run, run_lines(rankings, run_tag(params.retrieve.retriever)), seal=True)
     return rankings
+
+
+def summary(rankings: dict[str, list[tuple[str, float]]], params: Params) -> str:
+    """What the stage did, in a line."""
+    empty = sum(1 for r in rankings.values() if not r)
+    return f"retrieve ({params.retrieve.retriever}): {len(rankings)} queries, {empty} with no result"

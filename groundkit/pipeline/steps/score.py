@@ -19,6 +19,7 @@ from groundkit.artifacts import (
 from groundkit.corpus.passage import Chunk
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import ArtifactError, RunFileError
+from groundkit.pipeline.stages import CHUNKS, GOLD_SPANS, PASSAGES, VALIDATION, written_by
 from groundkit.retrieval.trec import qrels_lines, read_run
 from groundkit.scoring.schema import ExternalRunFile, RunMetadata
 from groundkit.scoring.score import budget_curve, hit_rate_curve, score_passages, score_rankings
@@ -44,16 +45,16 @@ def run(
 ) -> dict[str, object]:
     """Derive qrels, score the run, and write metrics.json, per-query rows, plot data and run metadata."""
 
-    judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
+    judgments = read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
     external = params.retrieve.retriever == "external"
     # An external run ranks its own passages; every other retriever ranks the chunks.
-    items = read_models(passages if external else chunks, Chunk, producer="retrieve" if external else "chunk")
+    items = read_models(passages if external else chunks, Chunk, producer=written_by(PASSAGES if external else CHUNKS))
     rankings = read_run(run, [j.query_id for j in judgments], {c.chunk_id for c in items})
     for query_id, ranking in rankings.items():
         if len(ranking) > params.retrieve.depth:
             raise ArtifactError(run, f"query {query_id!r} has {len(ranking)} results, more than retrieve.depth",
                                 fix="re-run the retrieve stage")
-    inputs = read_json(validation, producer="validate-judgments")
+    inputs = read_json(validation, producer=written_by(VALIDATION))
     external_run = _external_run_file(Path(params.retrieve.run)) if external else None
     try:
         metadata = RunMetadata(
@@ -102,3 +103,8 @@ def _external_run_file(path: Path) -> ExternalRunFile:
         raise RunFileError(path, f"cannot be read to record its SHA-256 in run.json ({exc.strerror})",
                            fix="keep the run file (retrieve.run) in place until scoring is done") from None
     return ExternalRunFile(name=path.name, sha256=digest)
+
+
+def summary(metrics: dict[str, object], params: Params) -> str:
+    """What the stage did, in a line."""
+    return f"score: {metrics['answerable']}"

@@ -13,7 +13,7 @@ import _own_tree  # noqa: F401  (first: groundkit must come from this tree)
 
 from groundkit._guard import guarded
 from groundkit.config import load_params
-from groundkit.pipeline.stages import STAGES, Artifact, Output, ParamPath
+from groundkit.pipeline.stages import BY_NAME, STAGES, Artifact, Output, ParamPath
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
-    stage = next(s for s in STAGES if s.name == args.stage)
+    stage = BY_NAME[args.stage]
     given: dict[Artifact | ParamPath, str] = {}
     for port in (*stage.inputs, *stage.outputs):
         if port.option is not None:

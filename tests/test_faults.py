@@ -25,7 +25,7 @@ SITECUSTOMIZE = '''
 import os, signal, sys
 
 _stage = os.environ.get("GROUNDKIT_TEST_KILL_STAGE")
-if _stage and sys.argv and sys.argv[0].endswith(f"stages/{_stage}.py"):
+if _stage and sys.argv[0].endswith("stages/stage.py") and sys.argv[1:2] == [_stage]:
     _replace = os.replace
 
     def _replace_then_die(src, dst, *args, **kwargs):
@@ -185,10 +185,10 @@ def test_a_stage_refuses_groundkit_imported_from_another_tree(tmp_path):
     inject.mkdir()
     (inject / "sitecustomize.py").write_text("import groundkit\n", encoding="utf-8")
 
-    result = run([sys.executable, "stages/chunk.py", "--help"], tree, check=False,
+    result = run([sys.executable, "stages/stage.py", "chunk", "--help"], tree, check=False,
                  PYTHONPATH=os.pathsep.join([str(inject), str(REPO)]))
     assert result.returncode == 1
-    assert result.stderr.startswith("error: chunk.py runs in ")
+    assert result.stderr.startswith("error: stage.py runs in ")
     assert f"imported groundkit from {REPO / 'groundkit'}" in result.stderr and "fix:" in result.stderr
     assert "Traceback" not in result.stderr
-    assert run([sys.executable, "stages/chunk.py", "--help"], tree, **INSTALLED_ONLY).returncode == 0
+    assert run([sys.executable, "stages/stage.py", "chunk", "--help"], tree, **INSTALLED_ONLY).returncode == 0

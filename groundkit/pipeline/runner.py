@@ -1,49 +1,34 @@
 """Run the whole evaluation in-process, against a throwaway index.
 
-The runner calls the same step functions as the DVC stages, in the same
-order, inside a scratch folder, and moves the finished artifacts into
-``--out`` only when every step has succeeded: a failed or terminated run
-leaves nothing behind. It never touches the repository tree, and writes into
-an existing folder only on the terms of groundkit/_outputs.py.
+The runner calls the same step functions as the DVC stages, in the order of
+the stage table (groundkit/pipeline/stages.py), inside a scratch folder, and
+moves the finished artifacts into ``--out`` only when every step has
+succeeded: a failed or terminated run leaves nothing behind. It never
+touches the repository tree, and writes into an existing folder only on the
+terms of groundkit/_outputs.py.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from pathlib import Path
 
 from groundkit._outputs import output_folder
 from groundkit.config import Params
-from groundkit.pipeline.steps import chunk as chunk_step
-from groundkit.pipeline.steps import embed as embed_step
-from groundkit.pipeline.steps import index as index_step
-from groundkit.pipeline.steps import resolve_spans as resolve_spans_step
-from groundkit.pipeline.steps import retrieve as retrieve_step
-from groundkit.pipeline.steps import score as score_step
-from groundkit.pipeline.steps import validate_judgments as validate_judgments_step
+from groundkit.pipeline.stages import (
+    ARTIFACTS,
+    CORPUS_ROOT,
+    JUDGMENTS,
+    METRICS,
+    STAGES,
+    Artifact,
+    ParamPath,
+    written_by,
+)
 from groundkit.retrieval.kinds import kind_of
 
-ARTIFACTS = (
-    "validation.json",
-    "audit.json",
-    "documents.jsonl",
-    "documents.jsonl.sha256",
-    "gold_spans.jsonl",
-    "gold_spans.jsonl.sha256",
-    "chunks.jsonl",
-    "chunks.jsonl.sha256",
-    "index",
-    "embeddings",
-    "run.trec",
-    "run.trec.sha256",
-    "passages.jsonl",
-    "passages.jsonl.sha256",
-    "qrels.trec",
-    "metrics.json",
-    "per_query.csv",
-    "run.json",
-    "plots",
-)
+__all__ = ["ARTIFACTS", "run"]
 
 
 def run(
@@ -69,26 +54,10 @@ def run(
     if not kind_of(params.retrieve.retriever).searches:
         sources["the run file"] = params.retrieve.run
     with output_folder(out, command=command, artifacts=ARTIFACTS, inputs=sources, force=force) as work:
-        validate_judgments_step.run(judgments, corpus, params.audit, work / "validation.json", work / "audit.json",
-                                    tokenizer=params.tokenize)
-        resolve_spans_step.run(corpus, judgments, work / "documents.jsonl", work / "gold_spans.jsonl")
-        chunk_step.run(work / "documents.jsonl", params.chunk, work / "chunks.jsonl")
-        index_step.run(work / "chunks.jsonl", params.bm25, work / "index", tokenizer=params.tokenize)
-        embed_step.run(work / "chunks.jsonl", params, work / "embeddings", progress=True)
-        retrieve_step.run(work / "chunks.jsonl", work / "documents.jsonl", work / "index", work / "embeddings",
-                          work / "gold_spans.jsonl", params, out_run=work / "run.trec",
-                          out_passages=work / "passages.jsonl")
-        summary = score_step.run(
-            work / "gold_spans.jsonl",
-            work / "chunks.jsonl",
-            work / "run.trec",
-            work / "passages.jsonl",
-            work / "validation.json",
-            params,
-            out_qrels=work / "qrels.trec",
-            out_metrics=work / "metrics.json",
-            out_per_query=work / "per_query.csv",
-            out_run_metadata=work / "run.json",
-            out_plots=work / "plots",
-        )
+        # Every artifact under its own name in the scratch folder; the two inputs where the caller says.
+        paths: dict[Artifact | ParamPath, Path] = {CORPUS_ROOT: corpus, JUDGMENTS: judgments}
+        paths.update((output.artifact, work / output.artifact.name) for stage in STAGES for output in stage.outputs)
+        results = {stage.name: importlib.import_module(stage.step).run(**stage.arguments(paths, params))
+                   for stage in STAGES}
+    summary: dict[str, object] = results[written_by(METRICS)]
     return summary

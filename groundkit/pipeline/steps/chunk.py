@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 from groundkit.artifacts import atomic_write_lines, model_line, read_models
 from groundkit.corpus.chunking import chunk_documents
 from groundkit.corpus.passage import Document
+from groundkit.pipeline.stages import DOCUMENTS, written_by
 
 if TYPE_CHECKING:
-    from groundkit.config import ChunkParams
+    from groundkit.config import ChunkParams, Params
     from groundkit.corpus.passage import Chunk
 
 
@@ -18,6 +19,11 @@ if TYPE_CHECKING:
 def run(documents: Path, params: ChunkParams, out_chunks: Path) -> list[Chunk]:
     """Chunk the validated corpus snapshot."""
 
-    chunks = chunk_documents(read_models(documents, Document, producer="resolve-spans"), params)
+    chunks = chunk_documents(read_models(documents, Document, producer=written_by(DOCUMENTS)), params)
     atomic_write_lines(out_chunks, (model_line(c) for c in chunks), seal=True)
     return chunks
+
+
+def summary(chunks: list[Chunk], params: Params) -> str:
+    """What the stage did, in a line."""
+    return f"chunk: {len(chunks)} chunks"

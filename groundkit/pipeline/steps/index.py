@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING
 
 from groundkit.artifacts import read_models
 from groundkit.corpus.passage import Chunk
+from groundkit.pipeline.stages import CHUNKS, written_by
 from groundkit.retrieval.bm25 import BM25Index
 
 if TYPE_CHECKING:
-    from groundkit.config import BM25Params, TokenizeParams
+    from groundkit.config import BM25Params, Params, TokenizeParams
 
 
 
@@ -18,7 +19,12 @@ def run(chunks: Path, params: BM25Params, out_index: Path, *, tokenizer: Tokeniz
     """Build and save the BM25 index over the chunks; the manifest records the tokenizer."""
 
     built = BM25Index.build(
-        read_models(chunks, Chunk, producer="chunk"), k1=params.k1, b=params.b, tokenizer=tokenizer
+        read_models(chunks, Chunk, producer=written_by(CHUNKS)), k1=params.k1, b=params.b, tokenizer=tokenizer
     )
     built.save(out_index)
     return built
+
+
+def summary(built: BM25Index, params: Params) -> str:
+    """What the stage did, in a line."""
+    return f"index: {built.num_chunks} chunks, {len(built.vocab)} terms"

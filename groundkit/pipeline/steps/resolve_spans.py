@@ -11,6 +11,7 @@ from groundkit.corpus.judgments import load_judgments
 from groundkit.corpus.spans import resolve_judgments
 
 if TYPE_CHECKING:
+    from groundkit.config import Params
     from groundkit.corpus.spans import ResolvedJudgment
 
 
@@ -27,3 +28,8 @@ def run(corpus_root: Path, judgments: Path, out_documents: Path, out_spans: Path
     atomic_write_lines(out_spans, (model_line(r) for r in resolved), seal=True)
     atomic_write_lines(out_documents, (model_line(d) for d in documents), seal=True)
     return resolved
+
+
+def summary(resolved: list[ResolvedJudgment], params: Params) -> str:
+    """What the stage did, in a line."""
+    return f"resolve-spans: {sum(len(r.spans) for r in resolved)} gold quotes resolved exactly once"

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from groundkit.artifacts import atomic_write_lines, model_line, read_models
 from groundkit.corpus.passage import Chunk, Document
 from groundkit.corpus.spans import ResolvedJudgment
+from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, written_by
 from groundkit.retrieval.kinds import Run, Sources, kind_of
 from groundkit.retrieval.registry import retrieve
 from groundkit.retrieval.trec import run_lines
@@ -34,10 +35,10 @@ def run(
     chunks (an external run's), empty when the chunks are what was ranked.
     """
 
-    judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
+    judgments = read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
     sources = Sources(
-        chunks=lambda: read_models(chunks, Chunk, producer="chunk"),
-        documents=lambda: read_models(documents, Document, producer="resolve-spans"),
+        chunks=lambda: read_models(chunks, Chunk, producer=written_by(CHUNKS)),
+        documents=lambda: read_models(documents, Document, producer=written_by(DOCUMENTS)),
         index_dir=index_dir,
         embeddings_dir=embeddings_dir,
     )
@@ -45,3 +46,9 @@ def run(
     atomic_write_lines(out_passages, (model_line(p) for p in ranked.passages), seal=True)
     atomic_write_lines(out_run, run_lines(ranked.rankings, kind_of(params.retrieve.retriever).run_tag), seal=True)
     return ranked
+
+
+def summary(ranked: Run, params: Params) -> str:
+    """What the stage did, in a line."""
+    empty = sum(1 for r in ranked.rankings.values() if not r)
+    return f"retrieve ({params.retrieve.retriever}): {len(ranked.rankings)} queries, {empty} with no result"

@@ -20,6 +20,7 @@ from groundkit.artifacts import (
 from groundkit.corpus.passage import Chunk, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import ArtifactError, RunFileError
+from groundkit.pipeline.stages import CHUNKS, GOLD_SPANS, PASSAGES, VALIDATION, written_by
 from groundkit.retrieval.kinds import kind_of
 from groundkit.retrieval.trec import qrels_lines, read_run
 from groundkit.scoring.measures import NDCG, RECALL
@@ -47,23 +48,23 @@ def run(
 ) -> dict[str, object]:
     """Derive qrels, score the run, and write metrics.json, per-query rows, plot data and run metadata."""
 
-    judgments = read_models(spans, ResolvedJudgment, producer="resolve-spans")
+    judgments = read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
     kind = kind_of(params.retrieve.retriever)
     # A retriever that searches ranks the chunks, any of which it could have returned: they are the universe
     # of passages. One that reads a run ranks the run's own passages (passages.jsonl); which others would have
     # been relevant is unknown.
     universe: Sequence[Excerpt] | None
     if kind.searches:
-        universe = ranked_from = read_models(chunks, Chunk, producer="chunk")
+        universe = ranked_from = read_models(chunks, Chunk, producer=written_by(CHUNKS))
     else:
-        universe, ranked_from = None, read_models(passages, Excerpt, producer="retrieve")
+        universe, ranked_from = None, read_models(passages, Excerpt, producer=written_by(PASSAGES))
     by_id = {p.passage_id: p for p in ranked_from}
     rankings = read_run(run, [j.query_id for j in judgments], set(by_id))
     for query_id, ranking in rankings.items():
         if len(ranking) > params.retrieve.depth:
             raise ArtifactError(run, f"query {query_id!r} has {len(ranking)} results, more than retrieve.depth",
                                 fix="re-run the retrieve stage")
-    inputs = read_json(validation, producer="validate-judgments")
+    inputs = read_json(validation, producer=written_by(VALIDATION))
     external_run = None if kind.searches else _external_run_file(Path(params.retrieve.run))
     try:
         metadata = RunMetadata(
@@ -106,3 +107,8 @@ def _external_run_file(path: Path) -> ExternalRunFile:
         raise RunFileError(path, f"cannot be read to record its SHA-256 in run.json ({exc.strerror})",
                            fix="keep the run file (retrieve.run) in place until scoring is done") from None
     return ExternalRunFile(name=path.name, sha256=digest)
+
+
+def summary(metrics: dict[str, object], params: Params) -> str:
+    """What the stage did, in a line."""
+    return f"score: {metrics['answerable']}"

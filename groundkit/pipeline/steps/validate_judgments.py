@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groundkit.artifacts import atomic_write_text, dumps_json, file_sha256
-from groundkit.corpus.audit import audit, check_audit
+from groundkit.corpus.audit import audit, check_audit, render_table
 from groundkit.corpus.documents import corpus_hash, load_corpus
 from groundkit.corpus.judgments import Category, load_judgments
 
 if TYPE_CHECKING:
-    from groundkit.config import AuditParams, TokenizeParams
+    from groundkit.config import AuditParams, Params, TokenizeParams
     from groundkit.corpus.audit import AuditReport
 
 
@@ -40,3 +40,8 @@ def run(
     atomic_write_text(out_audit, dumps_json(report.model_dump(mode="json")))
     atomic_write_text(out_validation, dumps_json(validation))
     return report
+
+
+def summary(report: AuditReport, params: Params) -> str:
+    """The audit table: what a person reads before trusting the judgments."""
+    return render_table(report)

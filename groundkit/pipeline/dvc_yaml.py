@@ -1,0 +1,181 @@
+"""Render dvc.yaml from the stage table: `python -m groundkit.pipeline.dvc_yaml --write`.
+
+dvc.yaml is DVC's copy of the stage graph. Written by hand it drifts from the code (a stage that
+imports a module it does not list is not re-run when that module changes), so it is rendered from
+groundkit/pipeline/stages.py, with each stage's code deps read off its import closure
+(groundkit/pipeline/closure.py), and tests/pipeline/test_stages.py fails when the committed file
+and the table disagree. Edit the table, then re-render.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from groundkit.pipeline.closure import import_closure
+from groundkit.pipeline.stages import ENTRY, STAGES, Artifact, Output, ParamPath, Stage
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository this module lies in."""
+
+HEADER = """\
+# The evaluation pipeline, rendered from the stage table in groundkit/pipeline/stages.py by
+# `python -m groundkit.pipeline.dvc_yaml --write`: edit the table, not this file (a test compares them).
+# Every path a stage reads or writes is named here and passed on its command line; corpus.root and
+# corpus.judgments come from params.yaml, so `dvc exp run -S corpus.root=...` evaluates another corpus.
+# Every templated value is single-quoted, so the shell hands it to the stage as written (a space or
+# `$(...)` in a folder name is just a character); groundkit refuses a path param holding a single
+# quote or a control character. A stage's code deps are the files its import closure holds.
+"""
+
+# Plots over the score stage's CSVs (names inside the plot-data folder the score step writes).
+TOP_PLOTS = """\
+# Plots over the score stage's CSVs. `dvc plots diff main my-branch` (or experiment names) overlays
+# the revisions on one chart; `dvc plots show` renders the workspace.
+plots:
+  - Hit rate against k:
+      template: simple
+      x: k
+      y:
+        metrics/plots/hit_rate.csv: recall
+      x_label: k (chunks read)
+      y_label: hit rate (answerable queries)
+  - Hit rate against context budget:
+      template: simple
+      x: budget_chars
+      y:
+        metrics/plots/budget.csv: recall
+      x_label: context budget (characters)
+      y_label: hit rate within the budget
+  - Per category:
+      template: bar_horizontal
+      x: ndcg@10
+      y:
+        metrics/plots/categories.csv: category
+      title: nDCG@10 per category
+"""
+
+_WIDTH = 100
+
+
+def code_deps(stage: Stage, root: Path = ROOT) -> list[str]:
+    """The source files a stage runs: the entry point's import closure plus its step module's, sorted.
+
+    The entry point imports the step by name (it reads the dotted name from the table), which no
+    syntax tree shows, so the step module's closure is added to the entry point's.
+    """
+    return sorted(import_closure(root, scripts=[ENTRY], modules=[stage.step]))
+
+
+def _value(source: Artifact | ParamPath) -> str:
+    return f"'{source.template}'" if isinstance(source, ParamPath) else source.path
+
+
+def command(stage: Stage) -> str:
+    """The stage's command line, as DVC sees it before it fills in ``${...}``."""
+    words = [f"python {ENTRY} {stage.name} --params params.yaml"]
+    for port in (*stage.inputs, *stage.outputs):
+        if isinstance(port, Output):
+            words.append(f"{port.option} {port.artifact.path}")
+        elif port.option is not None:
+            words.append(f"{port.option} {_value(port.source)}")
+    words += [f"--set '{key}=${{{key}}}'" for key in stage.sets]
+    return " ".join(words)
+
+
+def _data_deps(stage: Stage) -> list[str]:
+    deps: list[str] = []
+    for port in stage.inputs:
+        source = port.source
+        deps += [source.template] if isinstance(source, ParamPath) else list(source.files)
+    return deps
+
+
+def stage_document(stage: Stage, root: Path = ROOT) -> dict[str, Any]:
+    """The stage as DVC reads it from dvc.yaml (what ``yaml.safe_load`` gives for it)."""
+    document: dict[str, Any] = {
+        "desc": stage.about,
+        "cmd": command(stage),
+        "deps": [*code_deps(stage, root), *_data_deps(stage)],
+        "params": list(stage.params),
+    }
+    for kind in ("outs", "metrics", "plots"):
+        entries: list[Any] = []
+        for output in stage.outputs:
+            artifact = output.artifact
+            if artifact.dvc != kind:
+                continue
+            options = {**({} if artifact.cache else {"cache": False}), **dict(artifact.plot)}
+            entries += [{path: options} if options else path for path in artifact.files]
+        if entries:
+            document[kind] = entries
+    return document
+
+
+def _fold(text: str, indent: str) -> list[str]:
+    """``text`` as the lines of a folded block scalar, broken before an option where it grows too long."""
+    lines: list[str] = []
+    for word in text.split(" --"):
+        word = word if not lines else f"--{word}"
+        if lines and len(indent) + len(lines[-1]) + 1 + len(word) <= _WIDTH:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    return [f"{indent}{line}" for line in lines]
+
+
+def _comment(text: str, indent: str) -> list[str]:
+    return [f"{indent}# {line}" for line in text.splitlines()]
+
+
+def _stage_text(stage: Stage, root: Path) -> list[str]:
+    document = stage_document(stage, root)
+    lines = _comment(stage.note, "  ") if stage.note else []
+    lines += [f"  {stage.name}:", f"    desc: {document['desc']}", "    cmd: >-", *_fold(document["cmd"], "      ")]
+    lines.append("    deps:")
+    why = {port.source: port.why for port in stage.inputs if port.why}
+    data = {source.template if isinstance(source, ParamPath) else source.path: reason
+            for source, reason in why.items()}
+    for dep in document["deps"]:
+        if dep in data:
+            lines += _comment(data[dep], "      ")
+        lines.append(f"      - {dep}")
+    lines += ["    params:", *(f"      - {section}" for section in document["params"])]
+    for kind in ("outs", "metrics", "plots"):
+        if kind not in document:
+            continue
+        lines.append(f"    {kind}:")
+        for entry in document[kind]:
+            if isinstance(entry, str):
+                lines.append(f"      - {entry}")
+                continue
+            ((path, options),) = entry.items()
+            lines.append(f"      - {path}:")
+            lines += [f"          {key}: {str(value).lower() if isinstance(value, bool) else value}"
+                      for key, value in options.items()]
+    return lines
+
+
+def render(root: Path = ROOT) -> str:
+    """The text of dvc.yaml for the stage table and the sources under ``root``."""
+    body = "\n\n".join("\n".join(_stage_text(stage, root)) for stage in STAGES)
+    return f"{HEADER}stages:\n{body}\n\n{TOP_PLOTS}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m groundkit.pipeline.dvc_yaml", description=__doc__)
+    parser.add_argument("--write", action="store_true", help="write dvc.yaml instead of printing it")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the repository (default: the one holding groundkit)")
+    args = parser.parse_args(argv)
+    text = render(args.root)
+    if args.write:
+        (args.root / "dvc.yaml").write_text(text, encoding="utf-8", newline="\n")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

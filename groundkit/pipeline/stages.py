@@ -1,0 +1,278 @@
+"""The stage table: every artifact of an evaluation, named once, and the stages that read and write them.
+
+Everything else about the pipeline's shape is derived from this table: the in-process runner
+(groundkit/pipeline/runner.py) runs the stages in its order, the DVC entry point (stages/stage.py)
+builds its command line from it, each step names the stage that wrote what it reads from it, and
+dvc.yaml is rendered from it (groundkit/pipeline/dvc_yaml.py, checked by tests/pipeline/test_stages.py).
+
+A stage names its step module as a dotted string, so that importing the table imports no step: each
+DVC stage runs in a fresh interpreter and loads only its own step.
+
+This module imports nothing from groundkit at run time: every step module imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from groundkit.config import Params
+
+ENTRY = "stages/stage.py"
+"""The script DVC runs for every stage: ``python stages/stage.py STAGE --params params.yaml ...``."""
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file or folder a stage writes, by its path in the repository.
+
+    Attributes:
+        path: Repository-relative POSIX path, under build/ or metrics/. The in-process runner keeps
+            only the last part, so every artifact's name is unique.
+        about: What it holds, in a few words (the option's help text).
+        sealed: Written with a ``NAME.sha256`` companion that readers check (groundkit/artifacts.py);
+            the seal is an output of its stage and a dependency of every stage that reads the file.
+        dvc: How dvc.yaml declares it: ``outs``, ``metrics`` (``dvc metrics``) or ``plots``.
+        cache: False for the small files kept in git rather than DVC's cache (``cache: false``).
+        plot: The ``dvc plots`` options of a ``plots`` artifact, in the order dvc.yaml shows them.
+    """
+
+    path: str
+    about: str
+    sealed: bool = False
+    dvc: Literal["outs", "metrics", "plots"] = "outs"
+    cache: bool = True
+    plot: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    @property
+    def name(self) -> str:
+        """The file or folder name, which is also its name in the runner's output folder."""
+        return PurePosixPath(self.path).name
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The repository paths DVC tracks for it: the artifact, then its seal."""
+        return (self.path, f"{self.path}.sha256") if self.sealed else (self.path,)
+
+
+@dataclass(frozen=True)
+class ParamPath:
+    """A path that params.yaml names (``corpus.root``): dvc.yaml writes it as ``${KEY}``, quoted."""
+
+    key: str
+
+    @property
+    def template(self) -> str:
+        return "${" + self.key + "}"
+
+
+@dataclass(frozen=True)
+class Input:
+    """Something a stage reads.
+
+    Attributes:
+        source: An artifact of an earlier stage, or a path params.yaml names.
+        option: Its command-line option; None for a dependency only (the stage must re-run when it
+            changes, or must run after the stage that writes it, but is not handed the path).
+        argument: The step's ``run`` parameter that receives the path. None with an option means
+            the path is the value of a params key, which the entry point sets from the command line.
+        why: Why a dependency-only input is there (a comment in dvc.yaml).
+    """
+
+    source: Artifact | ParamPath
+    option: str | None = None
+    argument: str | None = None
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class Output:
+    """Something a stage writes: the artifact, its command-line option, the step's parameter for it."""
+
+    artifact: Artifact
+    option: str
+    argument: str
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage: what it reads and writes, the params it depends on, and the step that does the work.
+
+    Attributes:
+        name: The stage's name in dvc.yaml (and in every "re-run the NAME stage" advice).
+        about: What it does, in a line (dvc.yaml's ``desc``).
+        step: Dotted name of the step module; its ``run`` does the work and its ``summary`` says
+            what was done in a line.
+        inputs: What it reads, in command-line order.
+        outputs: What it writes, in command-line order.
+        params: The params.yaml sections (or dotted keys) DVC re-runs it for.
+        step_params: ``run`` parameter -> the params section it receives ("" for the whole params).
+        sets: Params keys repeated on the command line as ``--set KEY=${KEY}`` (see ``note``).
+        note: Why the stage looks the way it does (a comment above it in dvc.yaml).
+    """
+
+    name: str
+    about: str
+    step: str
+    inputs: tuple[Input, ...]
+    outputs: tuple[Output, ...]
+    params: tuple[str, ...]
+    step_params: Mapping[str, str] = field(default_factory=dict)
+    sets: tuple[str, ...] = ()
+    note: str | None = None
+
+    @property
+    def step_file(self) -> str:
+        """Repository-relative path of the step module."""
+        return f"{self.step.replace('.', '/')}.py"
+
+    def arguments(
+        self, paths: Mapping[Artifact | ParamPath, str | Path], params: Params
+    ) -> dict[str, object]:
+        """Keyword arguments for the step's ``run``: the paths it reads and writes, and its params sections."""
+        bound: dict[str, object] = {}
+        for port in (*self.inputs, *self.outputs):
+            if isinstance(port, Output):
+                bound[port.argument] = Path(paths[port.artifact])
+            elif port.argument is not None:
+                bound[port.argument] = Path(paths[port.source])
+        for argument, section in self.step_params.items():
+            bound[argument] = getattr(params, section) if section else params
+        return bound
+
+    def overrides(self, given: Mapping[ParamPath, str]) -> list[str]:
+        """``KEY=VALUE`` overrides for the params keys whose value the command line carries."""
+        return [f"{port.source.key}={given[port.source]}" for port in self.inputs
+                if isinstance(port.source, ParamPath) and port.option and port.argument is None]
+
+
+CORPUS_ROOT = ParamPath("corpus.root")
+JUDGMENTS = ParamPath("corpus.judgments")
+EXTERNAL_RUN = ParamPath("retrieve.run")
+
+VALIDATION = Artifact("build/validation.json", "the judgments' counts and the input hashes")
+AUDIT = Artifact("build/audit.json", "the corpus audit (JSON)")
+DOCUMENTS = Artifact("build/documents.jsonl", "the corpus snapshot", sealed=True)
+GOLD_SPANS = Artifact("build/gold_spans.jsonl", "the judgments with every quote resolved to a span", sealed=True)
+CHUNKS = Artifact("build/chunks.jsonl", "the chunks", sealed=True)
+INDEX = Artifact("build/index", "the BM25 index (a folder)")
+EMBEDDINGS = Artifact("build/embeddings", "the chunk embeddings, or a manifest saying none were needed (a folder)")
+RUN = Artifact("build/run.trec", "the run (TREC)", sealed=True)
+PASSAGES = Artifact("build/passages.jsonl", "an external run's passages, empty for other retrievers", sealed=True)
+QRELS = Artifact("build/qrels.trec", "the chunk-level qrels (TREC)")
+RUN_METADATA = Artifact("metrics/run.json", "what was measured: input hashes, params, version", cache=False)
+PLOT_DATA = Artifact("metrics/plots", "the plot data (a folder of CSV files)", cache=False)
+METRICS = Artifact("metrics/metrics.json", "the metrics", dvc="metrics", cache=False)
+PER_QUERY = Artifact(
+    "metrics/per_query.csv", "one row of measures per query", dvc="plots", cache=False,
+    plot=(("x", "ndcg@10"), ("y", "query_id"), ("template", "bar_horizontal_sorted"), ("title", "nDCG@10 per query")),
+)
+
+_STEPS = "groundkit.pipeline.steps"
+
+STAGES: tuple[Stage, ...] = (
+    Stage(
+        name="validate-judgments",
+        about="check the judgments, audit them against the corpus, record the input hashes",
+        step=f"{_STEPS}.validate_judgments",
+        inputs=(Input(JUDGMENTS, "--judgments", "judgments"), Input(CORPUS_ROOT, "--corpus", "corpus_root")),
+        outputs=(Output(VALIDATION, "--out", "out_validation"), Output(AUDIT, "--audit-out", "out_audit")),
+        params=("corpus", "audit", "tokenize"),
+        step_params={"params": "audit", "tokenizer": "tokenize"},
+    ),
+    Stage(
+        name="resolve-spans",
+        about="snapshot the corpus and resolve every gold quote to one span, before any chunking starts",
+        step=f"{_STEPS}.resolve_spans",
+        inputs=(Input(CORPUS_ROOT, "--corpus", "corpus_root"), Input(JUDGMENTS, "--judgments", "judgments"),
+                Input(VALIDATION, why="runs only once the judgments have passed validation")),
+        outputs=(Output(DOCUMENTS, "--documents-out", "out_documents"),
+                 Output(GOLD_SPANS, "--spans-out", "out_spans")),
+        params=("corpus",),
+    ),
+    Stage(
+        name="chunk",
+        about="split the corpus snapshot into chunks",
+        step=f"{_STEPS}.chunk",
+        inputs=(Input(DOCUMENTS, "--documents", "documents"),),
+        outputs=(Output(CHUNKS, "--out", "out_chunks"),),
+        params=("chunk",),
+        step_params={"params": "chunk"},
+        sets=("chunk.strategy", "chunk.size", "chunk.overlap"),
+        note="The chunk values are repeated on the command line on purpose: DVC's\n"
+             "run-cache key drops every param named `size`, so without them a run with\n"
+             "a new chunk.size could be served the chunks of an old one.",
+    ),
+    Stage(
+        name="index",
+        about="build the BM25 index over the chunks",
+        step=f"{_STEPS}.index",
+        inputs=(Input(CHUNKS, "--chunks", "chunks"),),
+        outputs=(Output(INDEX, "--out", "out_index"),),
+        params=("bm25", "tokenize"),
+        step_params={"params": "bm25", "tokenizer": "tokenize"},
+    ),
+    Stage(
+        name="embed",
+        about="embed the chunks for the dense and hybrid retrievers (a manifest only for the others)",
+        step=f"{_STEPS}.embed",
+        inputs=(Input(CHUNKS, "--chunks", "chunks"),),
+        outputs=(Output(EMBEDDINGS, "--out", "out_embeddings"),),
+        params=("retrieve.retriever", "dense"),
+        step_params={"params": ""},
+        note="Dense embeddings live in their own stage so they are computed once per\n"
+             "(chunks, model) and cached by DVC, not on every change of retrieve.depth.\n"
+             "The stage depends on retrieve.retriever because for bm25, external and\n"
+             "python: retrievers it only writes a manifest saying no embeddings were\n"
+             "needed: the default pipeline never imports torch. The price: switching\n"
+             "between dense and hybrid re-runs it (same bytes out, or a run-cache hit).",
+    ),
+    Stage(
+        name="retrieve",
+        about="rank the chunks for every query (or read an external run) and write a TREC run",
+        step=f"{_STEPS}.retrieve",
+        inputs=(Input(CHUNKS, "--chunks", "chunks"), Input(DOCUMENTS, "--documents", "documents"),
+                Input(INDEX, "--index", "index_dir"), Input(EMBEDDINGS, "--embeddings", "embeddings_dir"),
+                Input(GOLD_SPANS, "--spans", "spans"), Input(EXTERNAL_RUN, "--run")),
+        outputs=(Output(RUN, "--out", "out_run"), Output(PASSAGES, "--passages-out", "out_passages")),
+        params=("retrieve", "dense", "hybrid"),
+        step_params={"params": ""},
+        note="retrieve.run is read only when retrieve.retriever is external, but DVC\n"
+             "cannot make a dependency conditional, so params.yaml points it at the\n"
+             "committed example run. A python: retriever's own module is not a\n"
+             "dependency DVC knows of: use `dvc repro -f -s retrieve` after editing it.",
+    ),
+    Stage(
+        name="score",
+        about="derive chunk-level qrels from the gold spans and score the run",
+        step=f"{_STEPS}.score",
+        inputs=(Input(GOLD_SPANS, "--spans", "spans"), Input(CHUNKS, "--chunks", "chunks"),
+                Input(RUN, "--run", "run"), Input(PASSAGES, "--passages", "passages"),
+                Input(VALIDATION, "--validation", "validation"),
+                Input(EXTERNAL_RUN, why="metrics/run.json records the external run file's name and SHA-256")),
+        outputs=(Output(QRELS, "--qrels-out", "out_qrels"), Output(METRICS, "--metrics-out", "out_metrics"),
+                 Output(PER_QUERY, "--per-query-out", "out_per_query"),
+                 Output(RUN_METADATA, "--run-metadata-out", "out_run_metadata"),
+                 Output(PLOT_DATA, "--plots-out", "out_plots")),
+        params=("chunk", "bm25", "tokenize", "retrieve", "dense", "hybrid", "score"),
+        step_params={"params": ""},
+    ),
+)
+
+BY_NAME: dict[str, Stage] = {stage.name: stage for stage in STAGES}
+
+_WRITER: dict[Artifact, str] = {out.artifact: stage.name for stage in STAGES for out in stage.outputs}
+
+
+def written_by(artifact: Artifact) -> str:
+    """The name of the stage that writes ``artifact``: the one to re-run when it is missing or damaged."""
+    return _WRITER[artifact]
+
+
+ARTIFACTS: tuple[str, ...] = tuple(
+    PurePosixPath(path).name for stage in STAGES for out in stage.outputs for path in out.artifact.files
+)
+"""The names of everything an evaluation writes, seals included, as the runner's output folder holds them."""

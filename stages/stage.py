@@ -1,0 +1,54 @@
+"""DVC's entry point for every stage: `python stages/stage.py STAGE --params params.yaml ...`.
+
+The stages, their options and the step each runs are the table in groundkit/pipeline/stages.py,
+from which dvc.yaml is rendered; every path comes from the command line, none is hard-coded here.
+"""
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+import _own_tree  # noqa: F401  (first: groundkit must come from this tree)
+
+from groundkit._guard import guarded
+from groundkit.config import load_params
+from groundkit.pipeline.stages import BY_NAME, STAGES, Artifact, Output, ParamPath
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="stage.py", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="stage", required=True, metavar="STAGE")
+    for stage in STAGES:
+        command = commands.add_parser(stage.name, help=stage.about, description=stage.about)
+        command.add_argument("--params", required=True, help="the params file")
+        for port in (*stage.inputs, *stage.outputs):
+            if isinstance(port, Output):
+                command.add_argument(port.option, required=True, help=f"write {port.artifact.about}")
+            elif port.option is not None:
+                source = port.source
+                about = source.about if not isinstance(source, ParamPath) else f"the path in {source.key}"
+                command.add_argument(port.option, required=True, help=about)
+        if stage.sets:
+            command.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                                 help=f"params overrides (dvc.yaml passes {', '.join(stage.sets)})")
+    return parser
+
+
+def main(argv: Sequence[str] | None) -> int:
+    args = _parser().parse_args(argv)
+    stage = BY_NAME[args.stage]
+    given: dict[Artifact | ParamPath, str] = {}
+    for port in (*stage.inputs, *stage.outputs):
+        if port.option is not None:
+            key = port.artifact if isinstance(port, Output) else port.source
+            given[key] = getattr(args, port.option.removeprefix("--").replace("-", "_"))
+    params = load_params(args.params, [*getattr(args, "set", []), *stage.overrides(given)])
+    step = importlib.import_module(stage.step)
+    result = step.run(**stage.arguments(given, params))
+    print(step.summary(result, params), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(guarded(main))

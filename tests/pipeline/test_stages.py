@@ -1,0 +1,179 @@
+"""The stage table against dvc.yaml, the steps, and the import closure of every stage."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from groundkit.pipeline import dvc_yaml
+from groundkit.pipeline.closure import import_closure
+from groundkit.pipeline.runner import ARTIFACTS
+from groundkit.pipeline.stages import (
+    CHUNKS,
+    DOCUMENTS,
+    ENTRY,
+    GOLD_SPANS,
+    METRICS,
+    PASSAGES,
+    RUN,
+    STAGES,
+    VALIDATION,
+    Artifact,
+    Output,
+    ParamPath,
+    written_by,
+)
+from tests.dvc_helpers import REPO
+
+
+def _committed(root: Path = REPO) -> dict:
+    return yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))
+
+
+def undeclared_code(root: Path) -> dict[str, list[str]]:
+    """Stage -> the files its import closure holds that its deps in ``root``'s dvc.yaml do not list."""
+    declared = _committed(root)["stages"]
+    missing = {}
+    for stage in STAGES:
+        closure = import_closure(root, scripts=[ENTRY], modules=[stage.step])
+        absent = sorted(closure - set(declared[stage.name]["deps"]))
+        if absent:
+            missing[stage.name] = absent
+    return missing
+
+
+def test_every_stage_lists_its_import_closure_in_its_deps():
+    assert undeclared_code(REPO) == {}, "re-render dvc.yaml: python -m groundkit.pipeline.dvc_yaml --write"
+
+
+def test_an_import_added_to_a_step_without_its_dep_is_caught(tmp_path):
+    """The check above on a copy of the tree whose chunk step imports one more module."""
+    for folder in ("groundkit", "stages"):
+        shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "dvc.yaml", tmp_path / "dvc.yaml")
+    assert undeclared_code(tmp_path) == {}
+    step = tmp_path / "groundkit/pipeline/steps/chunk.py"
+    step.write_text(step.read_text(encoding="utf-8").replace(
+        "def run(", "def _late():\n    from groundkit.reports import compare  # noqa: F401\n\n\ndef run(", 1))
+
+    assert undeclared_code(tmp_path) == {"chunk": ["groundkit/reports/__init__.py", "groundkit/reports/compare.py"]}
+
+
+def test_no_stage_lists_code_it_does_not_run():
+    declared = _committed()["stages"]
+    for stage in STAGES:
+        code = {dep for dep in declared[stage.name]["deps"] if dep.endswith(".py")}
+        assert code == import_closure(REPO, scripts=[ENTRY], modules=[stage.step]), stage.name
+
+
+def test_dvc_yaml_declares_what_the_table_says():
+    committed = _committed()
+    assert list(committed["stages"]) == [stage.name for stage in STAGES]
+    for stage in STAGES:
+        expected = dvc_yaml.stage_document(stage)
+        for key in ("desc", "cmd", "deps", "params", "outs", "metrics", "plots"):
+            assert committed["stages"][stage.name].get(key) == expected.get(key), f"{stage.name}: {key}"
+    assert committed["plots"] == yaml.safe_load(dvc_yaml.TOP_PLOTS)["plots"]
+
+
+def test_dvc_yaml_is_the_rendered_file_comments_included():
+    assert (REPO / "dvc.yaml").read_text(encoding="utf-8") == dvc_yaml.render(), (
+        "re-render dvc.yaml: python -m groundkit.pipeline.dvc_yaml --write")
+
+
+def test_the_score_stage_declares_the_files_dvc_keeps_in_git():
+    """Written out by hand from dvc.yaml's meaning: metrics and plots are small and kept out of DVC's cache."""
+    score = _committed()["stages"]["score"]
+    assert score["outs"] == ["build/qrels.trec", {"metrics/run.json": {"cache": False}},
+                             {"metrics/plots": {"cache": False}}]
+    assert score["metrics"] == [{"metrics/metrics.json": {"cache": False}}]
+    assert score["plots"] == [{"metrics/per_query.csv": {"cache": False, "x": "ndcg@10", "y": "query_id",
+                                                         "template": "bar_horizontal_sorted",
+                                                         "title": "nDCG@10 per query"}}]
+    assert "--run build/run.trec" in score["cmd"] and "${retrieve.run}" in score["deps"]
+
+
+def test_the_runner_writes_every_output_dvc_tracks_and_nothing_else():
+    stages = _committed()["stages"].values()
+    tracked = [next(iter(entry)) if isinstance(entry, dict) else entry
+               for stage in stages for kind in ("outs", "metrics", "plots") for entry in stage.get(kind, [])]
+    assert sorted(Path(path).name for path in tracked) == sorted(ARTIFACTS)
+    assert len(set(ARTIFACTS)) == len(ARTIFACTS) == 19
+
+
+def test_producers_are_the_stages_that_write_the_artifacts():
+    assert [written_by(a) for a in (VALIDATION, DOCUMENTS, GOLD_SPANS, CHUNKS, RUN, PASSAGES, METRICS)] == [
+        "validate-judgments", "resolve-spans", "resolve-spans", "chunk", "retrieve", "retrieve", "score"]
+
+
+def test_steps_name_producers_from_the_table_never_as_literals():
+    for path in sorted((REPO / "groundkit/pipeline/steps").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.keyword) and node.arg == "producer":
+                assert not isinstance(node.value, ast.Constant), f"{path.name}:{node.value.lineno}"
+
+
+def test_every_input_is_written_by_an_earlier_stage():
+    written: set[Artifact] = set()
+    for stage in STAGES:
+        for port in stage.inputs:
+            assert isinstance(port.source, ParamPath) or port.source in written, (stage.name, port.source.path)
+        written.update(output.artifact for output in stage.outputs)
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=lambda stage: stage.name)
+def test_the_table_binds_every_parameter_of_the_step(stage):
+    step = importlib.import_module(stage.step)
+    parameters = inspect.signature(step.run).parameters
+    bound = {port.argument for port in (*stage.inputs, *stage.outputs) if port.argument is not None}
+    bound |= set(stage.step_params)
+    required = {name for name, p in parameters.items() if p.default is inspect.Parameter.empty}
+    assert required <= bound <= set(parameters)
+    assert callable(step.summary)
+    # A params section the step reads must be one DVC re-runs the stage for.
+    assert {section for section in stage.step_params.values() if section} <= set(stage.params)
+    # An option that feeds no step parameter sets a params key: only a path params.yaml names can.
+    for port in stage.inputs:
+        if port.option is not None and port.argument is None:
+            assert isinstance(port.source, ParamPath)
+    assert all(isinstance(output, Output) and output.option for output in stage.outputs)
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_closure_follows_late_and_relative_imports_and_skips_type_checking(tmp_path):
+    root = _tree(tmp_path, {
+        "stages/run.py": "import helper\nimport json\nfrom groundkit.pkg import a\n",
+        "stages/helper.py": "import groundkit\n",
+        "stages/unused.py": "",
+        "groundkit/__init__.py": "",
+        "groundkit/pkg/__init__.py": "",
+        "groundkit/pkg/a.py": ("from typing import TYPE_CHECKING\nfrom . import b\n"
+                               "if TYPE_CHECKING:\n    from groundkit import typed_only\n"
+                               "def late():\n    from groundkit.deep.c import thing\n"),
+        "groundkit/pkg/b.py": "from ..shared import x\n",
+        "groundkit/shared.py": "",
+        "groundkit/typed_only.py": "",
+        "groundkit/deep/__init__.py": "",
+        "groundkit/deep/c.py": "",
+        "groundkit/untouched.py": "",
+    })
+    assert import_closure(root, scripts=["stages/run.py"]) == {
+        "stages/run.py", "stages/helper.py", "groundkit/__init__.py", "groundkit/pkg/__init__.py",
+        "groundkit/pkg/a.py", "groundkit/pkg/b.py", "groundkit/shared.py", "groundkit/deep/__init__.py",
+        "groundkit/deep/c.py",
+    }
+    # A module imported by name brings its packages' __init__ files.
+    assert import_closure(root, modules=["groundkit.deep.c"]) == {
+        "groundkit/__init__.py", "groundkit/deep/__init__.py", "groundkit/deep/c.py"}

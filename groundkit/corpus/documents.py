@@ -101,7 +101,14 @@ def corpus_files(root: Path) -> list[tuple[str, Path]]:
     real_root = root.resolve()
     found: list[tuple[str, Path]] = []
     refused: list[tuple[Path, str, str]] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+
+    def unreadable(exc: OSError) -> None:
+        # os.walk skips a folder it cannot list unless told otherwise: its documents would silently
+        # drop out of the corpus, and out of every ranking.
+        refused.append((Path(exc.filename), f"a folder that cannot be read ({exc.strerror})",
+                        "give the user running groundkit read and execute permission on it, or move it out"))
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=unreadable):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         base = Path(dirpath)
         for dirname in dirnames:

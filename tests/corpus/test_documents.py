@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -123,3 +125,21 @@ def test_hidden_entries_and_links_to_documents_inside_the_root_are_fine(corpus):
         documents = load_corpus(corpus)
     assert [(d.path, d.text) for d in documents] == [("alias.md", "Snapshots are taken hourly.\n"),
                                                      ("notes.md", "Snapshots are taken hourly.\n")]
+
+
+
+def test_a_folder_that_cannot_be_listed_is_refused_not_skipped(corpus):
+    (corpus / "private").mkdir()
+    (corpus / "private" / "plan.md").write_text("The restore plan.\n", encoding="utf-8")
+    (corpus / "private").chmod(0)
+    # Root reads any folder: as root, the probe runs without the two capabilities that bypass permissions.
+    drop = (["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if os.geteuid() == 0 else [])
+    probe = ("import sys\nfrom groundkit._guard import guarded\nfrom groundkit.corpus.documents import load_corpus\n"
+             "sys.exit(guarded(lambda argv: print(len(load_corpus(argv[0]))) or 0, [sys.argv[1]]))\n")
+    try:
+        result = subprocess.run([*drop, sys.executable, "-c", probe, str(corpus)], capture_output=True, text=True)
+    finally:
+        (corpus / "private").chmod(0o755)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.startswith(f"error: {corpus}/private: is a folder that cannot be read (Permission denied)")
+    assert "fix: give the user running groundkit read and execute permission" in result.stderr

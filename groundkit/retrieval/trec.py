@@ -42,20 +42,29 @@ def qrels_lines(qrels: Mapping[str, Iterable[str]]) -> Iterable[str]:
             yield f"{query_id} 0 {chunk_id} 1"
 
 
-def read_run(path: str | Path, query_ids: Sequence[str], chunk_ids: set[str] | None = None) -> dict[str, Ranking]:
-    """Parse and check a run written by the retrieve stage.
+def read_run(
+    path: str | Path,
+    query_ids: Sequence[str],
+    passage_ids: set[str] | None = None,
+    *,
+    listed_in: str = "chunks.jsonl",
+    producer: str = "retrieve",
+) -> dict[str, Ranking]:
+    """Parse and check a run written by the ``producer`` stage.
 
     Every query in ``query_ids`` gets an entry (empty when nothing was
     retrieved). Ranks must run 1..n in file order and scores must not rise
-    (they may be zero or negative: a cosine can be).
+    (they may be zero or negative: a cosine can be). Every id must be one of
+    ``passage_ids`` (those of the file ``listed_in``), at most once per query.
     """
     path = Path(path)
-    fix = "delete it and re-run the retrieve stage (dvc repro -f -s retrieve)"
+    fix = f"delete it and re-run the {producer} stage (dvc repro -f -s {producer})"
     known = set(query_ids)
     rankings: dict[str, Ranking] = {q: [] for q in query_ids}
     seen_done: set[str] = set()
     current: str | None = None
-    for number, line in enumerate(read_lines(path, producer="retrieve"), start=1):
+    ranked: set[str] = set()  # ids of the current query: a set, since a ranking may be 100,000 deep
+    for number, line in enumerate(read_lines(path, producer=producer), start=1):
         parts = line.split(" ")
         if len(parts) != 6 or parts[1] != "Q0":
             raise ArtifactError(path, "is not a six-column TREC run line", line=number, fix=fix)
@@ -67,7 +76,7 @@ def read_run(path: str | Path, query_ids: Sequence[str], chunk_ids: set[str] | N
                 raise ArtifactError(path, f"query {query_id!r} appears in two separate blocks", line=number, fix=fix)
             if current is not None:
                 seen_done.add(current)
-            current = query_id
+            current, ranked = query_id, set()
         try:
             rank, score = int(rank_text), float(score_text)
         except ValueError:
@@ -80,9 +89,10 @@ def read_run(path: str | Path, query_ids: Sequence[str], chunk_ids: set[str] | N
             raise ArtifactError(path, "score rises within a query's ranking", line=number, fix=fix)
         if not math.isfinite(score):
             raise ArtifactError(path, "score is not a finite number", line=number, fix=fix)
-        if chunk_ids is not None and chunk_id not in chunk_ids:
-            raise ArtifactError(path, f"names chunk {chunk_id!r}, which is not in chunks.jsonl", line=number, fix=fix)
-        if any(chunk_id == c for c, _ in ranking):
-            raise ArtifactError(path, f"chunk {chunk_id!r} is ranked twice for {query_id!r}", line=number, fix=fix)
+        if passage_ids is not None and chunk_id not in passage_ids:
+            raise ArtifactError(path, f"names passage {chunk_id!r}, which is not in {listed_in}", line=number, fix=fix)
+        if chunk_id in ranked:
+            raise ArtifactError(path, f"passage {chunk_id!r} is ranked twice for {query_id!r}", line=number, fix=fix)
+        ranked.add(chunk_id)
         ranking.append((chunk_id, score))
     return rankings

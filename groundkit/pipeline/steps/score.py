@@ -20,7 +20,7 @@ from groundkit.artifacts import (
 from groundkit.corpus.passage import Chunk, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import ArtifactError, RunFileError
-from groundkit.pipeline.stages import CHUNKS, GOLD_SPANS, PASSAGES, VALIDATION, written_by
+from groundkit.pipeline.stages import CHUNKS, GOLD_SPANS, PASSAGES, RUN, VALIDATION, written_by
 from groundkit.retrieval.kinds import kind_of
 from groundkit.retrieval.trec import qrels_lines, read_run
 from groundkit.scoring.measures import NDCG, RECALL
@@ -59,11 +59,13 @@ def run(
     else:
         universe, ranked_from = None, read_models(passages, Excerpt, producer=written_by(PASSAGES))
     by_id = {p.passage_id: p for p in ranked_from}
-    rankings = read_run(run, [j.query_id for j in judgments], set(by_id))
+    listed_in = CHUNKS if kind.searches else PASSAGES
+    rankings = read_run(run, [j.query_id for j in judgments], set(by_id), listed_in=listed_in.name,
+                        producer=written_by(RUN))
     for query_id, ranking in rankings.items():
         if len(ranking) > params.retrieve.depth:
             raise ArtifactError(run, f"query {query_id!r} has {len(ranking)} results, more than retrieve.depth",
-                                fix="re-run the retrieve stage")
+                                fix=f"re-run the {written_by(RUN)} stage")
     inputs = read_json(validation, producer=written_by(VALIDATION))
     external_run = None if kind.searches else _external_run_file(Path(params.retrieve.run))
     try:
@@ -75,7 +77,8 @@ def run(
             external_run=external_run,
         )
     except (KeyError, TypeError, ValueError):
-        raise ArtifactError(validation, "lacks the input hashes", fix="re-run the validate-judgments stage") from None
+        raise ArtifactError(validation, "lacks the input hashes",
+                            fix=f"re-run the {written_by(VALIDATION)} stage") from None
     ranked = {q: [by_id[passage_id] for passage_id, _ in r] for q, r in rankings.items()}
     result, qrels = score_run(judgments, ranked, params.score.ks, params.score.budgets, universe=universe)
     summary = result.summary()

@@ -1,0 +1,45 @@
+"""Reading back the run file the retrieve stage writes."""
+
+from __future__ import annotations
+
+import pytest
+
+from groundkit.artifacts import atomic_write_lines
+from groundkit.errors import ArtifactError
+from groundkit.retrieval.trec import read_run, run_lines
+
+
+def write_run(tmp_path, rankings):
+    path = tmp_path / "run.trec"
+    atomic_write_lines(path, run_lines(rankings, "groundkit-test"), seal=True)
+    return path
+
+
+def test_a_run_reads_back_as_written(tmp_path):
+    path = write_run(tmp_path, {"q1": [("a", 2.0), ("b", 1.0)], "q2": [("b", 0.5)]})
+    assert read_run(path, ["q1", "q2", "q3"], {"a", "b"}) == {"q1": [("a", 2.0), ("b", 1.0)], "q2": [("b", 0.5)],
+                                                            "q3": []}
+
+
+def test_an_id_ranked_twice_is_found_however_far_apart(tmp_path):
+    # 20,000 distinct ids and then the first again: found by a set, not by rescanning the ranking.
+    ranking = [(f"p{i}", float(-i)) for i in range(20_000)] + [("p0", -20_000.0)]
+    path = write_run(tmp_path, {"q1": ranking})
+    with pytest.raises(ArtifactError) as info:
+        read_run(path, ["q1"])
+    assert info.value.line == 20_001
+    assert "passage 'p0' is ranked twice for 'q1'" in str(info.value)
+
+
+def test_the_same_id_under_two_queries_is_fine(tmp_path):
+    path = write_run(tmp_path, {"q1": [("a", 1.0)], "q2": [("a", 1.0)]})
+    assert read_run(path, ["q1", "q2"])["q2"] == [("a", 1.0)]
+
+
+def test_an_unknown_id_names_the_file_that_lists_the_passages(tmp_path):
+    path = write_run(tmp_path, {"q1": [("a", 1.0), ("zz", 0.5)]})
+    with pytest.raises(ArtifactError) as info:
+        read_run(path, ["q1"], {"a"}, listed_in="passages.jsonl", producer="retrieve")
+    assert info.value.line == 2
+    assert "names passage 'zz', which is not in passages.jsonl" in str(info.value)
+    assert "re-run the retrieve stage (dvc repro -f -s retrieve)" in str(info.value)

@@ -21,6 +21,7 @@ from groundkit.errors import (
     GroundkitError,
     InputError,
     JudgmentsError,
+    MeasureError,
     OutputError,
     ParamsError,
     RetrieverError,
@@ -34,10 +35,14 @@ if _typing.TYPE_CHECKING:
     from groundkit.corpus.beir import import_beir
     from groundkit.corpus.documents import load_corpus
     from groundkit.corpus.judgments import Category, GoldSpan, Judgment, load_judgments
-    from groundkit.corpus.passage import Chunk, Document
+    from groundkit.corpus.passage import Chunk, Document, Excerpt, Passage
     from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan, resolve_judgments
     from groundkit.pipeline.runner import run
     from groundkit.reports.compare import Comparison, compare, read_side
+    from groundkit.retrieval.kinds import RETRIEVERS, Retriever
+    from groundkit.scoring.measures import MEASURES, Measure
+    from groundkit.scoring.schema import QueryResult, StageResult
+    from groundkit.scoring.score import score_run
 
 __version__ = "0.1.0"
 
@@ -59,10 +64,21 @@ _LAZY = {
     "Comparison": "groundkit.reports.compare",
     "compare": "groundkit.reports.compare",
     "read_side": "groundkit.reports.compare",
+    "Passage": "groundkit.corpus.passage",
+    "Excerpt": "groundkit.corpus.passage",
+    "MEASURES": "groundkit.scoring.measures",
+    "Measure": "groundkit.scoring.measures",
+    "RETRIEVERS": "groundkit.retrieval.kinds",
+    "Retriever": "groundkit.retrieval.kinds",
+    "score_run": "groundkit.scoring.score",
+    "StageResult": "groundkit.scoring.schema",
+    "QueryResult": "groundkit.scoring.schema",
 }
 
 # Sorted as ruff sorts it; groundkit/errors.py draws the exception tree.
 __all__ = [
+    "MEASURES",
+    "RETRIEVERS",
     "ArtifactError",
     "Category",
     "Chunk",
@@ -72,19 +88,26 @@ __all__ = [
     "DatasetError",
     "DependencyError",
     "Document",
+    "Excerpt",
     "GoldSpan",
     "GroundkitError",
     "InputError",
     "Judgment",
     "JudgmentsError",
+    "Measure",
+    "MeasureError",
     "OutputError",
     "Params",
     "ParamsError",
+    "Passage",
+    "QueryResult",
     "ResolvedJudgment",
     "ResolvedSpan",
+    "Retriever",
     "RetrieverError",
     "RunFileError",
     "SpanError",
+    "StageResult",
     "SweepError",
     "__version__",
     "compare",
@@ -95,6 +118,7 @@ __all__ = [
     "read_side",
     "resolve_judgments",
     "run",
+    "score_run",
 ]
 
 

@@ -84,10 +84,9 @@ def main() -> None:
     judgments, chunks, rankings = synthetic(args.queries, args.depth)
 
     by_id = {c.chunk_id: c for c in chunks}
-    ranked = {q: [by_id[c] for c in ranking] for q, ranking in rankings.items()}
 
     def ours():
-        result, qrels = score_run(judgments, ranked, KS, BUDGETS, universe=chunks)
+        result, qrels = score_run(judgments, rankings, by_id, KS, BUDGETS, universe=chunks)
         return result, qrels, result.summary(), result.per_query_csv()
 
     result, qrels, _, _ = ours()

@@ -95,16 +95,15 @@ class Passage(StrictRecord):
         """Characters in the passage."""
         return self.end - self.start
 
-    def overlaps(self, other: Passage) -> bool:
-        """The relevance rule: True if both lie in the same document and share at least one character."""
-        return self.document == other.document and self.start < other.end and other.start < self.end
+    def overlaps(self, other: Passage, *, within: int | None = None) -> bool:
+        """The relevance rule: True if both lie in the same document and share at least one character.
 
-    def head(self, length: int) -> Passage:
-        """The first ``length`` characters (all of it when ``length`` reaches past the end); ``length`` >= 1."""
-        if length >= self.length:
-            return self
-        # Constructed without validation: this runs once per passage of every budget walk.
-        return Passage.model_construct(document=self.document, start=self.start, end=self.start + length)
+        ``within`` reads only this passage's first ``within`` characters (``within`` >= 1), as a reader
+        whose context window cuts it does: no smaller passage is built, since a budget walk asks this of
+        every passage it reads.
+        """
+        end = self.end if within is None or self.start + within > self.end else self.start + within
+        return self.document == other.document and self.start < other.end and other.start < end
 
 
 def _field_key(model: type[BaseModel], name: str) -> str:

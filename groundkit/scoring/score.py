@@ -17,13 +17,14 @@ BUDGET_CURVE = tuple(range(100, 4001, 100))
 
 def score_run(
     resolved: Sequence[ResolvedJudgment],
-    ranked: Mapping[str, Sequence[Excerpt]],
+    rankings: Mapping[str, Sequence[str]],
+    passages: Mapping[str, Excerpt],
     ks: Sequence[int],
     budgets: Sequence[int] = (),
     *,
     universe: Sequence[Excerpt] | None,
 ) -> tuple[StageResult, dict[str, set[str]]]:
-    """Score a run: every judgment's ranked passages, best first.
+    """Score a run: every judgment's ranked passage ids, best first; ``passages`` maps each id to its passage.
 
     A passage is relevant when it overlaps a gold span of its query. How many
     relevant passages there are (the ideal count in nDCG's IDCG) depends on
@@ -49,11 +50,11 @@ def score_run(
     Returns the result and the qrels (answerable queries only).
     """
     locator = PassageLocator(universe) if universe is not None else None
+    reach = _Reach(max(ks, default=0), max(budgets, default=0))
     results = []
     qrels: dict[str, set[str]] = {}
     for judgment in resolved:
-        passages = list(ranked.get(judgment.query_id, ()))
-        ranking = [p.passage_id for p in passages]
+        ranking = rankings.get(judgment.query_id, ())
         if judgment.category is Category.NO_ANSWER:
             results.append(_no_answer_result(judgment, len(ranking)))
             continue
@@ -61,10 +62,34 @@ def score_run(
             gold = {p.passage_id for span in judgment.spans for p in locator.overlapping(span)}
             qrels[judgment.query_id], ideal = gold, len(gold)
         else:
-            gold = {p.passage_id for p in passages if any(p.overlaps(s) for s in judgment.spans)}
-            qrels[judgment.query_id], ideal = _unknown_universe_qrels(judgment, passages, gold)
-        results.append(_query_result(judgment, ranking, gold, passages, ks, budgets, ideal_count=ideal))
+            retrieved = [passages[passage_id] for passage_id in ranking]
+            gold = {p.passage_id for p in retrieved if any(p.overlaps(s) for s in judgment.spans)}
+            qrels[judgment.query_id], ideal = _unknown_universe_qrels(judgment, retrieved, gold)
+        head = reach.head(ranking, passages)
+        results.append(_query_result(judgment, ranking, gold, head, ks, budgets, ideal_count=ideal))
     return StageResult(ks=list(ks), budgets=list(budgets), queries=results), qrels
+
+
+class _Reach:
+    """How much of a ranking the cost measures read: the top ``k`` passages, and enough to fill ``budget`` characters.
+
+    Looking up every passage of a 100-deep ranking for 10,000 queries would dominate scoring; chars@k and
+    the budget walk never look past this head.
+    """
+
+    def __init__(self, k: int, budget: int) -> None:
+        self.k, self.budget = k, budget
+
+    def head(self, ranking: Sequence[str], passages: Mapping[str, Passage]) -> list[Passage]:
+        out: list[Passage] = []
+        used = 0
+        for rank, passage_id in enumerate(ranking, start=1):
+            if rank > self.k and used >= self.budget:
+                break
+            passage = passages[passage_id]
+            out.append(passage)
+            used += passage.length
+        return out
 
 
 def _unknown_universe_qrels(
@@ -94,7 +119,7 @@ def _query_result(
     *,
     ideal_count: int,
 ) -> QueryResult:
-    """Every metric of one answerable query: ``passages`` are the passages of ``ranking``."""
+    """Every metric of one answerable query: ``passages`` are those of (at least) the head of ``ranking``."""
     run = QueryRun(ranking=ranking, gold=gold, passages=passages, spans=judgment.spans, ideal_count=ideal_count)
     metrics = MEASURES.score(run, ks, budgets)
     return QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
@@ -138,14 +163,16 @@ def hit_rate_curve(result: StageResult, depth: int) -> list[dict[str, object]]:
 
 def budget_curve(
     resolved: Sequence[ResolvedJudgment],
-    ranked: Mapping[str, Sequence[Passage]],
+    rankings: Mapping[str, Sequence[str]],
+    passages: Mapping[str, Passage],
     budgets: Sequence[int] = BUDGET_CURVE,
 ) -> list[dict[str, object]]:
     """Answerable hit rate at each context budget: one row per budget, for the budget plot."""
     answerable = [j for j in resolved if j.category is not Category.NO_ANSWER]
     if not answerable:
         return []
-    walks = [(ranked.get(j.query_id, ()), j.spans) for j in answerable]
+    reach = _Reach(0, max(budgets, default=0))
+    walks = [(reach.head(rankings.get(j.query_id, ()), passages), j.spans) for j in answerable]
     return [{"budget_chars": b, "recall": sum(budget_hit(p, g, b) for p, g in walks) / len(walks)}
             for b in budgets]
 

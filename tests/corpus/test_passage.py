@@ -85,12 +85,15 @@ def test_a_passage_is_a_non_empty_range():
         Passage(document="a.md", start=4, end=4)
 
 
-def test_head_keeps_the_first_characters():
+def test_overlap_within_reads_only_the_first_characters():
     from groundkit.corpus.passage import Passage
 
     passage = Passage(document="a.md", start=100, end=900)
-    assert (passage.head(1).start, passage.head(1).end) == (100, 101)
-    assert passage.head(800) is passage and passage.head(5000) is passage
+    gold = Passage(document="a.md", start=500, end=510)
+    # The first 400 characters end at 500, where the gold span starts: no shared character; 401 share one.
+    assert (passage.overlaps(gold, within=400), passage.overlaps(gold, within=401)) == (False, True)
+    assert passage.overlaps(gold, within=5000) and passage.overlaps(gold)
+    assert not passage.overlaps(Passage(document="b.md", start=100, end=110), within=800)
 
 
 def test_locate_once_finds_one_place_and_explains_none_or_several():

@@ -77,7 +77,9 @@ def _load(tiny_corpus):
 def test_external_run_scored_by_hand(tiny_corpus, tmp_path, by):
     corpus, documents, resolved = _load(tiny_corpus)
     run = read_external_run(_write_run(tmp_path / "run.jsonl", corpus, by=by), documents, QUERIES)
-    result, qrels = score_run(resolved, run, [1, 3], universe=None)
+    rankings = {q: [p.passage_id for p in ranked] for q, ranked in run.items()}
+    result, qrels = score_run(resolved, rankings, {p.passage_id: p for r in run.values() for p in r}, [1, 3],
+                              universe=None)
     # The cost-side metrics (chars@k) are checked against groundkit's own chunks in the next test.
     per = {q.query_id: q.model_copy(update={"metrics": {k: v for k, v in q.metrics.items()
                                                         if not k.startswith("chars@")}})
@@ -105,9 +107,10 @@ def test_chunks_given_as_an_external_run_score_like_groundkit(tiny_corpus):
     # A fixed, arbitrary ranking: every chunk, in reverse corpus order, for every query but q4.
     ranking = list(reversed(chunks))
     budgets = [30, 60, 120]
-    ranked = {q: ranking for q in QUERIES[:3]}
-    native, _ = score_run(resolved, ranked, [1, 3], budgets, universe=chunks)
-    external, _ = score_run(resolved, ranked, [1, 3], budgets, universe=None)
+    ranked = {q: [c.chunk_id for c in ranking] for q in QUERIES[:3]}
+    by_id = {c.chunk_id: c for c in chunks}
+    native, _ = score_run(resolved, ranked, by_id, [1, 3], budgets, universe=chunks)
+    external, _ = score_run(resolved, ranked, by_id, [1, 3], budgets, universe=None)
     assert max(q.first_gold_rank or 0 for q in native.queries) > 1  # not trivially all at rank 1
     for a, b in zip(native.queries[:3], external.queries[:3], strict=True):
         same = ("recall@1", "recall@3", "mrr", "chars@1", "chars@3", "recall@30chars", "recall@60chars",

@@ -17,8 +17,7 @@ BY_ID = {c.chunk_id: c for c in CHUNKS}
 
 def score_rankings(judgments, rankings, ks, budgets=(), *, universe=CHUNKS):
     """Score rankings of chunk ids, by default as a chunk run: every chunk is a passage the retriever could return."""
-    ranked = {q: [BY_ID[c] for c in ids] for q, ids in rankings.items()}
-    return score_run(judgments, ranked, ks, budgets, universe=universe)
+    return score_run(judgments, rankings, BY_ID, ks, budgets, universe=universe)
 
 
 def resolved(qid: str, category: str, spans: list[tuple[int, int]]) -> ResolvedJudgment:

@@ -79,8 +79,8 @@ def run(
     except (KeyError, TypeError, ValueError):
         raise ArtifactError(validation, "lacks the input hashes",
                             fix=f"re-run the {written_by(VALIDATION)} stage") from None
-    ranked = {q: [by_id[passage_id] for passage_id, _ in r] for q, r in rankings.items()}
-    result, qrels = score_run(judgments, ranked, params.score.ks, params.score.budgets, universe=universe)
+    ranked = {q: [passage_id for passage_id, _ in r] for q, r in rankings.items()}
+    result, qrels = score_run(judgments, ranked, by_id, params.score.ks, params.score.budgets, universe=universe)
     summary = result.summary()
     ks = params.score.ks
     bars = list(dict.fromkeys([RECALL.label(ks[0]), RECALL.label(ks[-1]), NDCG.label(ks[-1])]))
@@ -89,7 +89,7 @@ def run(
     with atomic_directory(out_plots) as plots:
         curves = {
             "hit_rate.csv": csv_text(hit_rate_curve(result, params.retrieve.depth), ["k", "recall"]),
-            "budget.csv": csv_text(budget_curve(judgments, ranked), ["budget_chars", "recall"]),
+            "budget.csv": csv_text(budget_curve(judgments, ranked, by_id), ["budget_chars", "recall"]),
             "categories.csv": csv_text(categories, ["category", *bars]),
         }
         for name, text in curves.items():

@@ -10,10 +10,13 @@ and the table disagree. Edit the table, then re-render.
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from groundkit._guard import guarded
+from groundkit.errors import OutputError
 from groundkit.pipeline.closure import import_closure
 from groundkit.pipeline.stages import ENTRY, STAGES, Artifact, Output, ParamPath, Stage
 
@@ -171,11 +174,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     text = render(args.root)
     if args.write:
-        (args.root / "dvc.yaml").write_text(text, encoding="utf-8", newline="\n")
+        target = args.root / "dvc.yaml"
+        if target.is_file() and target.read_text(encoding="utf-8") != text and _edited(target):
+            raise OutputError(target, "has changes that are not committed; rendering would overwrite them",
+                              fix="commit or stash your edits to dvc.yaml first (the stage table in "
+                                  "groundkit/pipeline/stages.py is where a lasting change belongs)")
+        target.write_text(text, encoding="utf-8", newline="\n")
     else:
         sys.stdout.write(text)
     return 0
 
 
+def _edited(path: Path) -> bool:
+    """Whether ``path`` differs from git's index or HEAD; outside a git checkout, every file counts as edited."""
+    result = subprocess.run(["git", "-C", str(path.parent), "diff", "HEAD", "--quiet", "--", path.name],
+                            capture_output=True)
+    return result.returncode != 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))

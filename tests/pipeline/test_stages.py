@@ -6,11 +6,13 @@ import ast
 import importlib
 import inspect
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
+from groundkit.errors import OutputError
 from groundkit.pipeline import dvc_yaml
 from groundkit.pipeline.closure import import_closure
 from groundkit.pipeline.runner import ARTIFACTS
@@ -178,3 +180,26 @@ def test_closure_follows_late_and_relative_imports_and_skips_type_checking(tmp_p
     # A module imported by name brings its packages' __init__ files.
     assert import_closure(root, modules=["groundkit.deep.c"]) == {
         "groundkit/__init__.py", "groundkit/deep/__init__.py", "groundkit/deep/c.py"}
+
+
+def test_rendering_never_overwrites_uncommitted_edits_to_dvc_yaml(tmp_path):
+    for folder in ("groundkit", "stages"):
+        shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    target = tmp_path / "dvc.yaml"
+    edited = (REPO / "dvc.yaml").read_text(encoding="utf-8") + "# my own note\n"
+    target.write_text(edited, encoding="utf-8")
+    # Outside git nothing says the edit is safe elsewhere: refused, the file untouched.
+    with pytest.raises(OutputError, match="changes that are not committed"):
+        dvc_yaml.main(["--write", "--root", str(tmp_path)])
+    assert target.read_text(encoding="utf-8") == edited
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "dvc.yaml"], check=True)
+    subprocess.run([*git, "commit", "-qm", "edit"], check=True)
+    target.write_text(edited + "# one more\n", encoding="utf-8")
+    with pytest.raises(OutputError):
+        dvc_yaml.main(["--write", "--root", str(tmp_path)])
+    # Committed, the edit can be got back from git: rendering replaces it.
+    subprocess.run([*git, "commit", "-qam", "more"], check=True)
+    assert dvc_yaml.main(["--write", "--root", str(tmp_path)]) == 0
+    assert target.read_text(encoding="utf-8") == (REPO / "dvc.yaml").read_text(encoding="utf-8")

@@ -29,10 +29,15 @@ Ranking = list[tuple[str, float]]
 
 
 def run_lines(rankings: Mapping[str, Sequence[tuple[str, float | None]]], tag: str) -> Iterable[str]:
-    """Lines of a TREC run, queries in the mapping's order; a score of None is written as ``-rank``."""
+    """Lines of a TREC run, queries in the mapping's order; a score of None is written as ``-rank``.
+
+    A score is written as the shortest text that reads back as the same float (Python's ``repr``):
+    rounding to a fixed number of decimals would make scores that differ only past the last decimal
+    look tied, and trec_eval or ir_measures would then order them by document id, not as ranked.
+    """
     for query_id, ranking in rankings.items():
         for rank, (passage_id, score) in enumerate(ranking, start=1):
-            yield f"{query_id} Q0 {passage_id} {rank} {-rank if score is None else score:.6f} {tag}"
+            yield f"{query_id} Q0 {passage_id} {rank} {float(-rank if score is None else score)!r} {tag}"
 
 
 def qrels_lines(qrels: Mapping[str, Iterable[str]]) -> Iterable[str]:

@@ -43,3 +43,18 @@ def test_an_unknown_id_names_the_file_that_lists_the_passages(tmp_path):
     assert info.value.line == 2
     assert "names passage 'zz', which is not in passages.jsonl" in str(info.value)
     assert "re-run the retrieve stage (dvc repro -f -s retrieve)" in str(info.value)
+
+
+def test_scores_are_written_exactly_so_rounding_makes_no_tie(tmp_path):
+    # Differing in the ninth decimal: six decimals would print both as 0.300000 and hand the order
+    # to trec_eval's tie-break (document id descending), which puts "b" first here.
+    scores = [("a", 0.300000004), ("b", 0.300000001), ("c", 1e-300), ("d", -2.5)]
+    path = write_run(tmp_path, {"q1": scores})
+    written = [float(line.split(" ")[4]) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert written == [s for _, s in scores]
+    assert read_run(path, ["q1"]) == {"q1": scores}
+
+
+def test_a_run_without_scores_writes_minus_the_rank(tmp_path):
+    path = write_run(tmp_path, {"q1": [("a", None), ("b", None)]})
+    assert [line.split(" ")[4] for line in path.read_text(encoding="utf-8").splitlines()] == ["-1.0", "-2.0"]

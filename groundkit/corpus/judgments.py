@@ -25,6 +25,8 @@ from groundkit._validation import describe
 from groundkit.errors import JSONLineError, JudgmentsError
 
 QUERY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
+MAX_GRADE = 1_000
+"""The largest relevance grade: TREC collections use 0-4; a bound keeps a typo from dwarfing every other gain."""
 
 
 class Category(StrEnum):
@@ -45,11 +47,17 @@ class GoldSpan(StrictRecord):
     relevant, as document-level collections (BEIR, TREC) judge; every chunk of
     it is then gold. The whole-document form must be asked for explicitly, so a
     forgotten quote is still an error rather than a much wider label.
+
+    ``grade`` is the relevance grade, the gain nDCG gives a passage this span
+    makes relevant (as trec_eval and ir_measures use a qrel's grade). It is 1
+    unless written, so a file without grades is judged in binary, and it is
+    never below 1: "not relevant" is written by leaving the quote out.
     """
 
     document: str = Field(min_length=1)
     quote: str | None = None
     whole_document: bool = False
+    grade: int = Field(default=1, ge=1, le=MAX_GRADE)
 
     @field_validator("quote")
     @classmethod
@@ -81,6 +89,14 @@ class Judgment(StrictRecord):
     query: str
     category: Category
     gold: list[GoldSpan]
+    exclude_documents: list[str] = Field(default_factory=list)
+    """Documents this query's run may not return: their passages leave the ranking before it is scored.
+
+    BEIR's evaluation drops a retrieved document whose id equals the query id (ArguAna's queries are
+    themselves corpus arguments); ``import-beir`` writes that document here so published figures can be
+    reproduced. A document listed here may also be gold, as in BEIR: it then counts in the ideal
+    ranking but can never be retrieved.
+    """
 
     _line: int = PrivateAttr(default=0)
 
@@ -123,16 +139,23 @@ class Judgment(StrictRecord):
             raise ValueError("a no_answer judgment must have an empty gold list")
         if self.category is not Category.NO_ANSWER and not self.gold:
             raise ValueError(f"a {self.category.value} judgment needs at least one gold quote")
+        if len(set(self.exclude_documents)) != len(self.exclude_documents):
+            raise ValueError("exclude_documents names a document twice")
+        if any(not name for name in self.exclude_documents):
+            raise ValueError("exclude_documents holds an empty name")
         return self
 
     def to_json(self) -> str:
         """Canonical one-line JSON (sorted keys), in the form judgments.jsonl is written.
 
         A gold span's unset field (``quote`` of a whole-document span,
-        ``whole_document`` of a quote) is left out, as a person would write it.
+        ``whole_document`` of a quote, a grade of 1) is left out, as a person would write it, and so is
+        an empty ``exclude_documents``.
         """
         record = self.model_dump(mode="json")
         record["gold"] = [g.model_dump(mode="json", exclude_defaults=True) for g in self.gold]
+        if not self.exclude_documents:
+            del record["exclude_documents"]
         return json.dumps(record, sort_keys=True, ensure_ascii=False)
 
 
@@ -171,9 +194,9 @@ def _fix_for(key: str) -> str:
     if key.startswith("gold"):
         return (
             'gold is a list of {"document": "<corpus-relative path>", "quote": "<verbatim text>"} '
-            '(or {"document": ..., "whole_document": true})'
+            '(or {"document": ..., "whole_document": true}), each with an optional integer "grade" >= 1'
         )
-    return "fields are query_id, query, category and gold; see evals/README.md"
+    return "fields are query_id, query, category, gold and (optional) exclude_documents; see evals/README.md"
 
 
 def load_judgments(path: str | Path) -> list[Judgment]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from groundkit._models import StrictRecord
 from groundkit.corpus.judgments import Category, GoldSpan, Judgment
@@ -30,10 +30,23 @@ from groundkit.corpus.passage import (
 from groundkit.errors import SpanError
 
 
+def _is_one(grade: int) -> bool:
+    return grade == 1
+
+
+def _is_empty(names: list[str]) -> bool:
+    return not names
+
+
 class ResolvedSpan(Passage):
-    """A gold quote located as ``[start, end)`` in its document's text; ``quote`` is None for a whole document."""
+    """A gold quote located as ``[start, end)`` in its document's text; ``quote`` is None for a whole document.
+
+    ``grade`` is the quote's relevance grade; like an empty ``exclude_documents`` of a judgment, a grade
+    of 1 is not written, so binary judgments give the same gold_spans.jsonl as before grades existed.
+    """
 
     quote: str | None
+    grade: int = Field(default=1, ge=1, exclude_if=_is_one)
 
     @model_validator(mode="after")
     def _span_fits_quote(self) -> ResolvedSpan:
@@ -53,6 +66,7 @@ class ResolvedJudgment(StrictRecord):
     query: str
     category: Category
     spans: list[ResolvedSpan]
+    exclude_documents: list[str] = Field(default_factory=list, exclude_if=_is_empty)
 
 
 def resolve_gold_span(
@@ -68,7 +82,7 @@ def resolve_gold_span(
         SpanError: the quote occurs zero times or more than once.
     """
     if gold.quote is None:
-        return ResolvedSpan(document=gold.document, quote=None, start=0, end=len(document.text))
+        return ResolvedSpan(document=gold.document, quote=None, start=0, end=len(document.text), grade=gold.grade)
     quote, text = gold.quote, document.text
     where = f"judgment {judgment.query_id!r}, document {gold.document!r}"
     if len(quote) > len(text):
@@ -94,19 +108,33 @@ def resolve_gold_span(
             fix="lengthen the quote with neighbouring words until it occurs exactly once",
             line=judgment.line or None,
         )
-    return ResolvedSpan(document=gold.document, quote=quote, start=found.start, end=found.end)
+    return ResolvedSpan(document=gold.document, quote=quote, start=found.start, end=found.end, grade=gold.grade)
 
 
-def _check_document_path(judgment: Judgment, gold: GoldSpan, judgments_path: str | Path) -> None:
-    if not is_corpus_relative(gold.document):
+def _check_document_path(judgment: Judgment, name: str, judgments_path: str | Path, key: str) -> None:
+    if not is_corpus_relative(name):
         raise SpanError(
             judgments_path,
-            f"judgment {judgment.query_id!r}: document {gold.document!r} is not a corpus-relative path "
+            f"judgment {judgment.query_id!r}: document {name!r} is not a corpus-relative path "
             "(absolute paths and '..' would escape the corpus root)",
             fix="write the path relative to the corpus root, e.g. 'storage/compaction.md'",
             line=judgment.line or None,
-            key="gold.document",
+            key=key,
         )
+
+
+def _missing_document(
+    judgment: Judgment, name: str, judgments_path: str | Path, corpus_root: str | Path, key: str
+) -> SpanError:
+    what = "is a directory, not a file," if (Path(corpus_root) / name).is_dir() else "is not a file"
+    return SpanError(
+        judgments_path,
+        f"judgment {judgment.query_id!r}: document {name!r} {what} in the corpus root "
+        f"{Path(corpus_root).as_posix()!r}",
+        fix="name one document by its path relative to the corpus root (case-sensitive), or add the document",
+        line=judgment.line or None,
+        key=key,
+    )
 
 
 def resolve_judgments(
@@ -121,34 +149,35 @@ def resolve_judgments(
     for judgment in judgments:
         spans = []
         for gold in judgment.gold:
-            _check_document_path(judgment, gold, judgments_path)
+            _check_document_path(judgment, gold.document, judgments_path, "gold.document")
             document = documents.get(gold.document)
             if document is None:
-                what = "is a directory, not a file," if (Path(corpus_root) / gold.document).is_dir() else (
-                    "is not a file")
-                raise SpanError(
-                    judgments_path,
-                    f"judgment {judgment.query_id!r}: document {gold.document!r} {what} in the corpus "
-                    f"root {Path(corpus_root).as_posix()!r}",
-                    fix="name one document by its path relative to the corpus root (case-sensitive), "
-                    "or add the document",
-                    line=judgment.line or None,
-                    key="gold.document",
-                )
+                raise _missing_document(judgment, gold.document, judgments_path, corpus_root, "gold.document")
             spans.append(resolve_gold_span(judgment, gold, document, judgments_path=judgments_path))
-        resolved.append(
-            ResolvedJudgment(query_id=judgment.query_id, query=judgment.query, category=judgment.category, spans=spans)
-        )
+        # An excluded document that is not in the corpus would exclude nothing: a typo must not pass silently.
+        for name in judgment.exclude_documents:
+            _check_document_path(judgment, name, judgments_path, "exclude_documents")
+            if name not in documents:
+                raise _missing_document(judgment, name, judgments_path, corpus_root, "exclude_documents")
+        resolved.append(ResolvedJudgment(query_id=judgment.query_id, query=judgment.query,
+                                         category=judgment.category, spans=spans,
+                                         exclude_documents=judgment.exclude_documents))
     return resolved
 
 
-def relevant_passage_ids(resolved: Iterable[ResolvedJudgment], passages: Iterable[Excerpt]) -> dict[str, set[str]]:
-    """Passage-level qrels: every passage overlapping any gold span of the query is relevant."""
+def graded_passages(spans: Iterable[ResolvedSpan], locator: PassageLocator) -> dict[str, int]:
+    """The relevant passages among the locator's and their grades: the highest grade of a span each overlaps."""
+    grades: dict[str, int] = {}
+    for span in spans:
+        for passage in locator.overlapping(span):
+            if span.grade > grades.get(passage.passage_id, 0):
+                grades[passage.passage_id] = span.grade
+    return grades
+
+
+def relevant_passage_ids(
+    resolved: Iterable[ResolvedJudgment], passages: Iterable[Excerpt]
+) -> dict[str, dict[str, int]]:
+    """Passage-level qrels: every passage overlapping a gold span of the query, with its grade."""
     locator = PassageLocator(passages)
-    qrels: dict[str, set[str]] = {}
-    for judgment in resolved:
-        ids: set[str] = set()
-        for span in judgment.spans:
-            ids.update(p.passage_id for p in locator.overlapping(span))
-        qrels[judgment.query_id] = ids
-    return qrels
+    return {judgment.query_id: graded_passages(judgment.spans, locator) for judgment in resolved}

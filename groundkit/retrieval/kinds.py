@@ -32,7 +32,7 @@ groundkit/retrieval/registry.py pairs each kind with the module implementing it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -139,3 +139,19 @@ class Run:
 
     rankings: dict[str, list[tuple[str, float | None]]]
     passages: list[Excerpt]
+
+    def excluding(self, excluded: Mapping[str, Collection[str]], ranked_from: Iterable[Excerpt]) -> Run:
+        """This run with every passage of a query's excluded documents taken out of its ranking.
+
+        ``excluded`` maps a query id to the documents its run may not return (a judgment's
+        ``exclude_documents``); ``ranked_from`` holds the passages ranked, to know each one's document.
+        The rest keep their order and scores, so a ranking cut at ``depth`` then loses the excluded
+        passages, as BEIR drops them from a run retrieved at its depth.
+        """
+        document = {p.passage_id: p.document for p in ranked_from}
+        rankings = {
+            query_id: [entry for entry in ranking if document[entry[0]] not in excluded[query_id]]
+            if query_id in excluded else ranking
+            for query_id, ranking in self.rankings.items()
+        }
+        return Run(rankings, self.passages)

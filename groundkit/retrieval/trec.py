@@ -5,7 +5,8 @@ groundkit's order, the tag being the retriever kind's (see retrieval/registry.py
 A run that gave ranks and no scores (an external run) writes ``-rank`` in the
 score column: the column must hold a number, trec_eval and ir_measures order
 by it, and ``-rank`` orders exactly as the ranks do while no reader can take it
-for a similarity the other system computed. Qrels: ``query_id 0 chunk_id 1``. An external run's qrels
+for a similarity the other system computed. Qrels: ``query_id 0 chunk_id grade``, the grade being
+1 unless the judgments give grades (see scoring/score.py for a passage's grade). An external run's qrels
 also hold placeholder ids ``gold-<hex>`` standing for gold spans, enough to
 bring each answerable query's relevant count up to groundkit's ideal count
 (see ``scoring.score.score_run``). No run contains them; they keep every
@@ -40,11 +41,11 @@ def run_lines(rankings: Mapping[str, Sequence[tuple[str, float | None]]], tag: s
             yield f"{query_id} Q0 {passage_id} {rank} {float(-rank if score is None else score)!r} {tag}"
 
 
-def qrels_lines(qrels: Mapping[str, Iterable[str]]) -> Iterable[str]:
+def qrels_lines(qrels: Mapping[str, Mapping[str, int]]) -> Iterable[str]:
     """Lines of a TREC qrels file, ids sorted within each query; a query with no id writes no line."""
-    for query_id, chunk_ids in qrels.items():
-        for chunk_id in sorted(chunk_ids):
-            yield f"{query_id} 0 {chunk_id} 1"
+    for query_id, grades in qrels.items():
+        for chunk_id in sorted(grades):
+            yield f"{query_id} 0 {chunk_id} {grades[chunk_id]}"
 
 
 def read_run(

@@ -8,17 +8,19 @@ CSV and its reader, compare, sweep-plot and the command line's defaults all take
 
 Names follow ir_measures, so every number here can be checked against
 trec_eval: groundkit's ``recall@k`` is *hit rate* (ir_measures ``Success@k``),
-``mrr`` is ``RR`` over the retrieved depth, ``ndcg@k`` is ``nDCG@k`` with
-binary gain. An answerable query that retrieved nothing scores 0 on all of
+``mrr`` is ``RR`` over the retrieved depth, ``ndcg@k`` is ``nDCG@k`` with the
+relevance grade as gain (binary unless judgments give grades). Hit rate and
+MRR count any relevant id, whatever its grade. An answerable query that retrieved nothing scores 0 on all of
 them; it is never dropped from the mean. The cut-off is part of the name:
 ``name@k`` for a rank cut-off, ``name@Nchars`` for a context budget of N characters.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence, Set
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from enum import Enum
 
@@ -26,7 +28,7 @@ from groundkit.corpus.passage import Passage
 from groundkit.errors import MeasureError
 
 
-def first_gold_rank(ranking: Sequence[str], gold: Set[str]) -> int | None:
+def first_gold_rank(ranking: Sequence[str], gold: Set[str] | Mapping[str, int]) -> int | None:
     """1-based rank of the first gold id in ``ranking``, or None if there is none."""
     for rank, item in enumerate(ranking, start=1):
         if item in gold:
@@ -34,7 +36,7 @@ def first_gold_rank(ranking: Sequence[str], gold: Set[str]) -> int | None:
     return None
 
 
-def recall_at_k(ranking: Sequence[str], gold: Set[str], k: int) -> float:
+def recall_at_k(ranking: Sequence[str], gold: Set[str] | Mapping[str, int], k: int) -> float:
     """Hit rate at k: 1.0 if any of the top ``k`` ids is gold, else 0.0.
 
     This is not set recall (|top k ∩ gold| / |gold|): a query whose answer
@@ -46,7 +48,7 @@ def recall_at_k(ranking: Sequence[str], gold: Set[str], k: int) -> float:
     return 1.0 if any(item in gold for item in ranking[:k]) else 0.0
 
 
-def mrr(ranking: Sequence[str], gold: Set[str]) -> float:
+def mrr(ranking: Sequence[str], gold: Set[str] | Mapping[str, int]) -> float:
     """Reciprocal rank of the first gold id, 1/r, or 0.0 if none was retrieved.
 
     Averaged over queries this is the mean reciprocal rank; the cut-off is the
@@ -56,27 +58,27 @@ def mrr(ranking: Sequence[str], gold: Set[str]) -> float:
     return 0.0 if rank is None else 1.0 / rank
 
 
-def ndcg_at_k(ranking: Sequence[str], gold: Set[str], k: int, *, ideal_count: int | None = None) -> float:
-    """Normalised discounted cumulative gain at k with binary gain.
+def ndcg_at_k(ranking: Sequence[str], gold: Set[str] | Mapping[str, int], k: int) -> float:
+    """Normalised discounted cumulative gain at k, with each relevant id's grade as its gain.
 
-    DCG@k = sum over ranks r <= k with a gold id of 1 / log2(r + 1);
-    IDCG@k = sum over r = 1 .. min(|gold|, k) of 1 / log2(r + 1);
+    DCG@k = sum over ranks r <= k of grade(id at r) / log2(r + 1), a non-relevant id adding 0;
+    IDCG@k = the same sum over the relevant ids sorted by grade, best first;
     nDCG@k = DCG@k / IDCG@k (Järvelin and Kekäläinen, 2002).
 
-    ``gold`` holds chunk ids, so a quote straddling two chunks puts two ids in
-    it and raises IDCG; see KNOWN_LIMITATIONS.md. Equals ir_measures ``nDCG@k``
-    with relevance 1 for every gold id.
-
-    ``ideal_count`` replaces ``len(gold)`` in IDCG when the gold set is not
-    known in full, as for an external run's passages (see retrieval/external.py).
+    ``gold`` maps each relevant id to its grade (a set means grade 1 for each: binary gain). The gain
+    is the grade itself, as trec_eval's and ir_measures' ``nDCG@k`` use it, so this equals ir_measures
+    on the same qrels. ``gold`` holds chunk ids, so a quote straddling two chunks puts two ids in it
+    and raises IDCG; see KNOWN_LIMITATIONS.md. An external run's qrels also hold placeholder ids for
+    gold it did not retrieve (see scoring/score.py); they count in IDCG only, as in trec_eval.
     """
     if k <= 0:
         raise ValueError(f"k must be positive, got {k}")
-    count = len(gold) if ideal_count is None else ideal_count
-    if count <= 0:
+    grades = gold if isinstance(gold, Mapping) else dict.fromkeys(gold, 1)
+    if not grades:
         raise ValueError("nDCG is undefined for a query without gold ids")
-    dcg = sum(1.0 / math.log2(rank + 1) for rank, item in enumerate(ranking[:k], start=1) if item in gold)
-    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(count, k) + 1))
+    dcg = sum(grades[item] / math.log2(rank + 1) for rank, item in enumerate(ranking[:k], start=1) if item in grades)
+    best = heapq.nlargest(k, grades.values())
+    ideal = sum(grade / math.log2(rank + 1) for rank, grade in enumerate(best, start=1))
     return dcg / ideal
 
 
@@ -141,19 +143,19 @@ class QueryRun:
 
     Attributes:
         ranking: Retrieved ids, best first.
-        gold: The relevant ids among all ids (qrels of the query).
+        gold: The relevant ids (the query's qrels). For an external run they include placeholder
+            ids for gold it did not retrieve.
         passages: The passages of (at least) the head of ``ranking``, in its order: the top
             max(ks), and enough to fill the largest budget.
         spans: The query's gold spans.
-        ideal_count: Replaces ``len(gold)`` in nDCG's ideal DCG when the gold set is not known in
-            full (an external run's passages); None otherwise.
+        grades: Each relevant id's grade, the gain nDCG gives it; None means 1 for every id of ``gold``.
     """
 
     ranking: Sequence[str]
     gold: Set[str]
     passages: Sequence[Passage]
     spans: Sequence[Passage]
-    ideal_count: int | None = None
+    grades: Mapping[str, int] | None = None
 
 
 _STEM = re.compile(r"[a-z][a-z0-9_]*")
@@ -290,8 +292,8 @@ MRR = MEASURES.register(Measure(
     lambda q, _: mrr(q.ranking, q.gold)))
 NDCG = MEASURES.register(Measure(
     "ndcg", Cutoff.RANK, Aspect.QUALITY,
-    "nDCG at k with binary gain (ir_measures nDCG@k)",
-    lambda q, k: ndcg_at_k(q.ranking, q.gold, k, ideal_count=q.ideal_count)))
+    "nDCG at k, the relevance grade as gain (ir_measures nDCG@k)",
+    lambda q, k: ndcg_at_k(q.ranking, q.gold if q.grades is None else q.grades, k)))
 CHARS = MEASURES.register(Measure(
     "chars", Cutoff.RANK, Aspect.COST,
     "characters of context in the top k passages",

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Excerpt, Passage, PassageLocator, content_id
-from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
+from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan, graded_passages
 from groundkit.scoring.measures import MEASURES, QueryRun, budget_hit, first_gold_rank
 from groundkit.scoring.schema import QueryResult, StageResult
 
@@ -23,50 +23,48 @@ def score_run(
     budgets: Sequence[int] = (),
     *,
     universe: Sequence[Excerpt] | None,
-) -> tuple[StageResult, dict[str, set[str]]]:
+) -> tuple[StageResult, dict[str, dict[str, int]]]:
     """Score a run: every judgment's ranked passage ids, best first; ``passages`` maps each id to its passage.
 
-    A passage is relevant when it overlaps a gold span of its query. How many
-    relevant passages there are (the ideal count in nDCG's IDCG) depends on
-    what the retriever chose from:
+    A passage is relevant when it overlaps a gold span of its query, with the
+    highest grade of the spans it overlaps. Which relevant passages there are
+    (the qrels, from which nDCG takes its ideal ranking) depends on what the
+    retriever chose from:
 
     - ``universe`` given (groundkit's chunks): every relevant passage is known,
-      so the qrels are all passages of the universe that overlap a gold span,
-      and the ideal count is their number.
+      so the qrels are all passages of the universe that overlap a gold span.
     - ``universe`` None (an external run's own passages): the relevant passages
-      the run did not retrieve are unknown, so the ideal count is
-      max(distinct gold spans, relevant passages retrieved): one passage per
-      span is ideal, and retrieving more relevant passages than spans can never
-      push nDCG above 1. The qrels hold the relevant passages retrieved and, up
-      to the ideal count, one placeholder id per gold span
-      (:func:`unretrieved_gold_id`), taking first the spans no retrieved passage
-      overlaps. No run holds a placeholder, so trec_eval and ir_measures compute
-      the same ideal DCG as groundkit, and a query whose gold was never
-      retrieved (or that the run left out) still counts, as a 0.
+      the run did not retrieve are unknown. One passage per span is ideal, so
+      the qrels hold the relevant passages retrieved and placeholder ids
+      (:func:`unretrieved_gold_id`, each with its span's grade) for spans, up to
+      max(distinct gold spans, relevant passages retrieved) ids in all, taking
+      first the spans no retrieved passage overlaps; retrieving more relevant
+      passages than spans can then never push nDCG above 1. No run holds a
+      placeholder, so trec_eval and ir_measures compute the same ideal DCG as
+      groundkit, and a query whose gold was never retrieved (or that the run
+      left out) still counts, as a 0.
 
-    Hit rate, MRR and the cost measures need no ideal count: the same passages
-    score the same either way.
+    Hit rate, MRR and the cost measures do not read the ideal ranking: the same
+    passages score the same either way.
 
-    Returns the result and the qrels (answerable queries only).
+    Returns the result and the graded qrels (answerable queries only).
     """
     locator = PassageLocator(universe) if universe is not None else None
     reach = _Reach(max(ks, default=0), max(budgets, default=0))
     results = []
-    qrels: dict[str, set[str]] = {}
+    qrels: dict[str, dict[str, int]] = {}
     for judgment in resolved:
         ranking = rankings.get(judgment.query_id, ())
         if judgment.category is Category.NO_ANSWER:
             results.append(_no_answer_result(judgment, len(ranking)))
             continue
         if locator is not None:
-            gold = {p.passage_id for span in judgment.spans for p in locator.overlapping(span)}
-            qrels[judgment.query_id], ideal = gold, len(gold)
+            gold = graded_passages(judgment.spans, locator)
         else:
-            retrieved = [passages[passage_id] for passage_id in ranking]
-            gold = {p.passage_id for p in retrieved if any(p.overlaps(s) for s in judgment.spans)}
-            qrels[judgment.query_id], ideal = _unknown_universe_qrels(judgment, retrieved, gold)
+            gold = _unknown_universe_qrels(judgment, [passages[passage_id] for passage_id in ranking])
+        qrels[judgment.query_id] = gold
         head = reach.head(ranking, passages)
-        results.append(_query_result(judgment, ranking, gold, head, ks, budgets, ideal_count=ideal))
+        results.append(_query_result(judgment, ranking, gold, head, ks, budgets))
     return StageResult(ks=list(ks), budgets=list(budgets), queries=results), qrels
 
 
@@ -92,16 +90,20 @@ class _Reach:
         return out
 
 
-def _unknown_universe_qrels(
-    judgment: ResolvedJudgment, passages: Sequence[Passage], gold: set[str]
-) -> tuple[set[str], int]:
-    """The qrels and ideal count of a query whose relevant passages are known only where retrieved."""
-    spans = {(s.document, s.start, s.end): s for s in judgment.spans}
+def _unknown_universe_qrels(judgment: ResolvedJudgment, retrieved: Sequence[Excerpt]) -> dict[str, int]:
+    """The graded qrels of a query whose relevant passages are known only where retrieved."""
+    gold = graded_passages(judgment.spans, PassageLocator(retrieved))
+    spans: dict[tuple[str, int, int], ResolvedSpan] = {}
+    for span in judgment.spans:
+        # The same text quoted twice is one span; it keeps its highest grade.
+        key = (span.document, span.start, span.end)
+        if key not in spans or span.grade > spans[key].grade:
+            spans[key] = span
     ideal = max(len(spans), len(gold))
     # Spans the run missed come first (False sorts before True), then offset order: stable across runs.
-    by_coverage = sorted(spans.values(), key=lambda s: (any(p.overlaps(s) for p in passages),
+    by_coverage = sorted(spans.values(), key=lambda s: (any(p.overlaps(s) for p in retrieved),
                                                           s.document, s.start, s.end))
-    return gold | {unretrieved_gold_id(s) for s in by_coverage[:ideal - len(gold)]}, ideal
+    return gold | {unretrieved_gold_id(s): s.grade for s in by_coverage[:ideal - len(gold)]}
 
 
 def _no_answer_result(judgment: ResolvedJudgment, retrieved: int) -> QueryResult:
@@ -112,18 +114,16 @@ def _no_answer_result(judgment: ResolvedJudgment, retrieved: int) -> QueryResult
 def _query_result(
     judgment: ResolvedJudgment,
     ranking: Sequence[str],
-    gold: set[str],
+    gold: dict[str, int],
     passages: Sequence[Passage],
     ks: Sequence[int],
     budgets: Sequence[int],
-    *,
-    ideal_count: int,
 ) -> QueryResult:
     """Every metric of one answerable query: ``passages`` are those of (at least) the head of ``ranking``."""
-    run = QueryRun(ranking=ranking, gold=gold, passages=passages, spans=judgment.spans, ideal_count=ideal_count)
+    run = QueryRun(ranking=ranking, gold=gold.keys(), passages=passages, spans=judgment.spans, grades=gold)
     metrics = MEASURES.score(run, ks, budgets)
     return QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
-                       retrieved=len(ranking), gold_chunks=ideal_count,
+                       retrieved=len(ranking), gold_chunks=len(gold),
                        first_gold_rank=first_gold_rank(ranking, gold), metrics=metrics)
 
 

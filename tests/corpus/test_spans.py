@@ -35,7 +35,7 @@ def test_whole_document_span_covers_the_text_and_every_chunk_of_it():
               Chunk(document="a.md", start_offset=52, end_offset=72, text=DOC.text[52:72]),
               Chunk(document="b.md", start_offset=0, end_offset=26, text=other.text[:26])]
     (resolved,) = resolve_judgments([j], {"a.md": DOC, "b.md": other})
-    assert relevant_passage_ids([resolved], chunks) == {"q7": {c.chunk_id for c in chunks[:3]}}
+    assert relevant_passage_ids([resolved], chunks) == {"q7": {c.chunk_id: 1 for c in chunks[:3]}}
 
 
 def test_zero_matches_names_judgment_and_document():
@@ -87,7 +87,7 @@ def test_straddling_span_makes_both_chunks_relevant():
     resolved = resolve_judgments([j], {"a.md": DOC})
     chunks = [Chunk(document="a.md", start_offset=s, end_offset=e, text=DOC.text[s:e])
               for s, e in [(0, 26), (27, 53), (54, 75)]]
-    assert relevant_passage_ids(resolved, chunks) == {"q7": {chunks[1].chunk_id, chunks[2].chunk_id}}
+    assert relevant_passage_ids(resolved, chunks) == {"q7": {chunks[1].chunk_id: 1, chunks[2].chunk_id: 1}}
 
 
 def test_resolved_span_must_be_as_long_as_its_quote():

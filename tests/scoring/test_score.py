@@ -37,7 +37,7 @@ def test_hand_worked_run():
     ]
     rankings = {"q1": [B, A], "q2": [B, C, A], "q3": [], "q4": [], "q5": [C]}
     result, qrels = score_rankings(judgments, rankings, [1, 3])
-    assert qrels == {"q1": {A}, "q2": {A, B}, "q3": {C}}
+    assert qrels == {"q1": {A: 1}, "q2": {A: 1, B: 1}, "q3": {C: 1}}
     by_id = {q.query_id: q for q in result.queries}
     assert by_id["q1"].first_gold_rank == 2 and by_id["q1"].metrics["mrr"] == 0.5
     # q2: gold at ranks 1 and 3, two gold chunks: nDCG@3 = (1 + 1/log2(4)) / (1 + 1/log2(3)) = 1.5 / 1.63093
@@ -69,9 +69,9 @@ def test_an_unknown_universe_counts_one_ideal_passage_per_span_and_stands_in_for
     rankings = {"q1": [B, A], "q2": [B], "q3": []}
     known, known_qrels = score_rankings(judgments, rankings, [1, 3])
     unknown, unknown_qrels = score_rankings(judgments, rankings, [1, 3], universe=None)
-    assert known_qrels == {"q1": {A}, "q2": {A, B}, "q3": {C}}
+    assert known_qrels == {"q1": {A: 1}, "q2": {A: 1, B: 1}, "q3": {C: 1}}
     # Without the universe only retrieved passages are known relevant; q3's span stands in for its own passage.
-    assert unknown_qrels == {"q1": {A}, "q2": {B}, "q3": {unretrieved_gold_id(judgments[2].spans[0])}}
+    assert unknown_qrels == {"q1": {A: 1}, "q2": {B: 1}, "q3": {unretrieved_gold_id(judgments[2].spans[0]): 1}}
     known_q, unknown_q = ({q.query_id: q for q in r.queries} for r in (known, unknown))
     # q2 retrieved B alone. Known: two relevant chunks, IDCG@3 = 1 + 1/log2(3). Unknown: one span, IDCG@3 = 1.
     assert known_q["q2"].metrics["ndcg@3"] == pytest.approx(1 / 1.6309298, abs=1e-6)

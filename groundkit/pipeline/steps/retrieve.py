@@ -32,7 +32,8 @@ def run(
     """Rank passages for every judgment's query with the retriever ``retrieve.retriever`` names.
 
     Writes a TREC run and ``passages.jsonl``: the passages ranked that are not
-    chunks (an external run's), empty when the chunks are what was ranked.
+    chunks (an external run's), empty when the chunks are what was ranked. A
+    judgment's ``exclude_documents`` leave its ranking here, before the run is written.
     """
 
     judgments = read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
@@ -43,6 +44,11 @@ def run(
         embeddings_dir=embeddings_dir,
     )
     ranked = retrieve(params, sources, [(j.query_id, j.query) for j in judgments])
+    excluded = {j.query_id: frozenset(j.exclude_documents) for j in judgments if j.exclude_documents}
+    if excluded:
+        # Applied to the run itself, so the exported run.trec scores the same in ir_measures as here.
+        kind = kind_of(params.retrieve.retriever)
+        ranked = ranked.excluding(excluded, sources.chunks() if kind.searches else ranked.passages)
     atomic_write_lines(out_passages, (model_line(p) for p in ranked.passages), seal=True)
     atomic_write_lines(out_run, run_lines(ranked.rankings, kind_of(params.retrieve.retriever).run_tag), seal=True)
     return ranked

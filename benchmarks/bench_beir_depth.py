@@ -1,0 +1,146 @@
+"""A whole `groundkit run` on a BEIR collection at depth 1000, against bm25s called directly on the same tokens.
+
+    python benchmarks/bench_beir_depth.py [BEIR_DIR]   # default ../shared/data/scifact
+
+The collection is imported once (import-beir, not timed). Then, side by side and interleaved:
+
+- groundkit: the whole in-process ``groundkit run`` (pipeline/runner.py) with ``chunk.strategy=document``,
+  the default tokenizer, k1=1.2, b=0.75 and ``retrieve.depth`` 1000 (and 100, for the depth curve): load
+  and validate, resolve spans, chunk, tokenize and index, retrieve, write and re-read the TREC run, score,
+  write every artifact.
+- bm25s: what a script calling bm25s directly does to produce the same run: tokenize the same document
+  texts and queries with groundkit's tokenizer (the same tokens), ``BM25(method="lucene").index``,
+  ``retrieve(k=1000)`` single-threaded, and write a TREC run. Also shown without the tokenizing and the
+  file, as the floor of the library call alone.
+
+Sanity first: both must return the same top 1000 (same documents with the same scores, up to ties at the
+cut-off) for every query. Each side's fastest of ``--repeats`` runs counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import DEFAULT_SCIFACT, print_machine
+
+K1, B, DEPTH = 1.2, 0.75, 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data_dir", nargs="?", default=str(DEFAULT_SCIFACT))
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    import bm25s
+
+    from groundkit.config import load_params
+    from groundkit.corpus.beir import import_beir
+    from groundkit.corpus.documents import load_corpus
+    from groundkit.corpus.judgments import load_judgments
+    from groundkit.corpus.tokenizing import tokenize
+    from groundkit.pipeline.runner import run
+
+    print_machine()
+    work = Path(tempfile.mkdtemp(prefix="gk-bench-beir-"))
+    import_beir(args.data_dir, work / "imp")
+    corpus, judgments_path = work / "imp" / "corpus", work / "imp" / "judgments.jsonl"
+    documents = load_corpus(corpus)
+    judgments = load_judgments(judgments_path)
+    names = [d.path for d in documents]
+    texts = [d.text for d in documents]
+    queries = [(j.query_id, j.query) for j in judgments]
+    print(f"{Path(args.data_dir).name}: {len(texts)} documents, {len(queries)} queries with a relevant document")
+
+    def params(depth: int):
+        return load_params(None, ["chunk.strategy=document", f"retrieve.depth={depth}", "audit.max_trivial_share=1.0",
+                                  f"bm25.k1={K1}", f"bm25.b={B}"])
+
+    def groundkit_run(depth: int, out: Path) -> None:
+        run(corpus, judgments_path, params(depth), out, force=True)
+
+    def bm25s_run(out: Path | None) -> dict[str, list[tuple[str, float]]]:
+        tokens = [tokenize(t) for t in texts]
+        query_tokens = [tokenize(q) for _, q in queries]
+        return bm25s_search(tokens, query_tokens, out)
+
+    def bm25s_search(tokens, query_tokens, out: Path | None) -> dict[str, list[tuple[str, float]]]:
+        model = bm25s.BM25(k1=K1, b=B, method="lucene")
+        model.index(tokens, show_progress=False)
+        found = model.retrieve(query_tokens, k=DEPTH, show_progress=False, n_threads=0)
+        rankings = {}
+        for i, (query_id, _) in enumerate(queries):
+            keep = found.scores[i] > 0
+            rankings[query_id] = [(names[d], float(s)) for d, s in
+                                  zip(found.documents[i][keep], found.scores[i][keep], strict=True)]
+        if out is not None:
+            with out.open("w", encoding="utf-8") as handle:
+                for query_id, ranking in rankings.items():
+                    handle.writelines(f"{query_id} Q0 {name} {rank} {score!r} bm25s\n"
+                                      for rank, (name, score) in enumerate(ranking, start=1))
+        return rankings
+
+    # Sanity: the same top 1000, document for document, except among ties at the cut-off.
+    groundkit_run(DEPTH, work / "gk")
+
+    chunk_doc = {}
+    for line in (work / "gk" / "chunks.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        chunk_doc[record["chunk_id"]] = record["document"]
+    ours: dict[str, list[tuple[str, float]]] = {}
+    for line in (work / "gk" / "run.trec").read_text(encoding="utf-8").splitlines():
+        query_id, _, chunk_id, _, score, _ = line.split(" ")
+        ours.setdefault(query_id, []).append((chunk_doc[chunk_id], float(score)))
+    theirs = bm25s_run(None)
+    agree = 0
+    for query_id, _ in queries:
+        a, b = ours.get(query_id, []), theirs[query_id]
+        same_scores = len(a) == len(b) and all(math.isclose(x[1], y[1], rel_tol=1e-5) for x, y in zip(a, b,
+                                                                                                   strict=True))
+        last = a[-1][1] if a else 0.0
+        firm = {d for d, s in a if not math.isclose(s, last, rel_tol=1e-5)}
+        agree += same_scores and firm == {d for d, s in b if not math.isclose(s, last, rel_tol=1e-5)}
+    ndcg = json.loads((work / "gk" / "metrics.json").read_text())["answerable"]["ndcg@10"]
+    print(f"sanity: same top {DEPTH} as bm25s for {agree}/{len(queries)} queries; groundkit nDCG@10 = {ndcg:.4f}")
+    # Genuine ties: trec_eval orders tied documents by docno, so only there may it differ from groundkit's order.
+    scores = {q: [s for _, s in r] for q, r in ours.items()}
+    tied = sum(len(set(s)) < len(s) for s in scores.values())
+    tied_top = sum(len(set(s[:11])) < len(s[:11]) for s in scores.values())
+    print(f"ties: {tied}/{len(scores)} queries have two equal scores somewhere in their run, {tied_top} within "
+          "the top 10 (or at the 10th/11th boundary)")
+    if agree != len(queries):
+        sys.exit("error: the two runs differ; timings would compare different work")
+
+    tokens = [tokenize(t) for t in texts]
+    query_tokens = [tokenize(q) for _, q in queries]
+    best = {"groundkit depth 1000": math.inf, "groundkit depth 100": math.inf, "bm25s script": math.inf,
+            "bm25s index + retrieve only": math.inf}
+    for _ in range(args.repeats):
+        # Interleaved, so that other load falls on every side alike.
+        for name, job in (("groundkit depth 1000", lambda: groundkit_run(DEPTH, work / "gk")),
+                          ("groundkit depth 100", lambda: groundkit_run(100, work / "gk100")),
+                          ("bm25s script", lambda: bm25s_run(work / "bm25s.trec")),
+                          ("bm25s index + retrieve only", lambda: bm25s_search(tokens, query_tokens, None))):
+            start = time.perf_counter()
+            job()
+            best[name] = min(best[name], time.perf_counter() - start)
+    floor = best["bm25s script"]
+    print()
+    print("| side | seconds | / bm25s script |")
+    print("| --- | ---: | ---: |")
+    for name, seconds in best.items():
+        print(f"| {name} | {seconds:.2f} | {seconds / floor:.2f}x |")
+    print(f"depth 1000 / depth 100 (groundkit): {best['groundkit depth 1000'] / best['groundkit depth 100']:.2f}x")
+    print("target: groundkit depth 1000 <= 1.5x the bm25s script")
+
+
+if __name__ == "__main__":
+    main()

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from groundkit.cli import main
-from groundkit.reports.compare import BLOCK_VALUES, RESAMPLES, SEED, _sign_flip_null, paired_stats, paired_stats_many
+from groundkit.reports.stats import BLOCK_VALUES, RESAMPLES, SEED, paired_stats, paired_stats_many, sign_flip_null
 from tests.bad_inputs import COMPARE_CASES, write_compare_pair
 from tests.conftest import write_tiny_corpus
 from tests.dvc_helpers import REPO, clone_working_tree, env, run

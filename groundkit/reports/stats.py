@@ -215,12 +215,15 @@ def paired_stats(baseline: np.ndarray, candidate: np.ndarray, *, seed: int = SEE
 def effect_size(differences: np.ndarray) -> float | None:
     """Cohen's d_z: mean difference / standard deviation of the differences (ddof 1).
 
-    None with fewer than two queries or when every difference is the same (no spread to scale by).
+    None with fewer than two queries or when every difference is the same (no spread to scale by),
+    to rounding.
     """
     if differences.size < 2:
         return None
     spread = float(np.std(differences, ddof=1))
-    if spread == 0 or not math.isfinite(spread):
+    # Equal differences written to six decimals can differ in their last bits after subtraction
+    # (0.6 - 0.5 and 0.3 - 0.2); a spread that small is rounding, not variation.
+    if not spread > 1e-12 * float(np.max(np.abs(differences))):
         return None
     return float(np.mean(differences)) / spread
 
@@ -278,24 +281,25 @@ def smallest_p_value(queries: int, resamples: int = RESAMPLES) -> float:
 def minimum_detectable_effect(sd: float, queries: int, alpha: float, power: float = POWER) -> float | None:
     """The true mean difference the two-sided sign-flip test at ``alpha`` finds with probability ``power``.
 
-    With n queries whose differences have standard deviation ``sd`` and mean delta, the observed mean
-    is about normal, N(delta, sd**2 / n), and the test compares it with its spread under sign flips,
-    sqrt(sum d**2) / n, about sqrt((sd**2 + delta**2) / n). Rejecting with probability ``power`` takes
+    ``sd`` is the standard deviation of the per-query differences, n the number of queries. Under
+    random sign flips the sum of the differences is about normal with variance ``sum(d**2)``, so the
+    test rejects when ``|sum(d)| > z_a * sqrt(sum(d**2))``, z_a = z(1 - alpha/2). Since
+    ``sum(d**2) = (n - 1) * s**2 + n * mean**2``, that is the paired t statistic ``mean / (s / sqrt(n))``
+    exceeding ``c = z_a * sqrt((n - 1) / (n - z_a**2))``, and the t statistic is about normal around
+    ``delta / (sd / sqrt(n))``, so it does so with probability ``power`` when
 
-        delta = z_a * sqrt((sd**2 + delta**2) / n) + z_b * sd / sqrt(n),   z_a = z(1 - alpha/2), z_b = z(power)
+        delta = (c + z_b) * sd / sqrt(n),    z_b = z(power).
 
-    whose root is ``sd / sqrt(n) * (z_b + sqrt(z_b**2 - (1 - q) * (z_b**2 - z_a**2))) / (1 - q)`` with
-    ``q = z_a**2 / n``. For many queries this is the textbook ``(z_a + z_b) * sd / sqrt(n)`` (Cohen
-    1988, ch. 2; Sakai 2016 for IR); with few it is a little larger, because a large effect widens the
-    sign-flip distribution too. None when no effect can be detected: the test's smallest p-value is
-    not below alpha, or ``q >= 1``.
+    For many queries c tends to z_a and this is the textbook ``(z_a + z_b) * sd / sqrt(n)`` (Cohen
+    1988, ch. 2; Sakai 2016 for IR). None when nothing can be detected: the test's smallest p-value
+    is not below alpha, or ``n <= z_a**2``.
     """
     from scipy.stats import norm
 
     if queries < 2 or smallest_p_value(queries) >= alpha:
         return None
     z_a, z_b = float(norm.ppf(1 - alpha / 2)), float(norm.ppf(power))
-    q = z_a**2 / queries
-    if q >= 1:
+    if queries <= z_a**2:
         return None
-    return sd / math.sqrt(queries) * (z_b + math.sqrt(z_b**2 - (1 - q) * (z_b**2 - z_a**2))) / (1 - q)
+    threshold = z_a * math.sqrt((queries - 1) / (queries - z_a**2))
+    return (threshold + z_b) * sd / math.sqrt(queries)

@@ -79,6 +79,8 @@ def test_rows_are_one_per_comparable_experiment_sorted_by_the_parameter():
         ("unscored", "no metrics/run.json in its commit"),
         ("big-again", "the same commit as big"),
     ]
+    # What `groundkit compare --experiments` reads: the kept experiments, not the commit, in DVC's order.
+    assert sweep.experiments == [("big", "b" * 40), ("small", "c" * 40)]
 
 
 def test_a_commit_without_run_json_cannot_anchor_a_sweep():

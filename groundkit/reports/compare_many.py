@@ -226,7 +226,7 @@ def render_markdown_many(result: ManyComparison) -> str:
     lines.append("")
     lines += detectable_lines(result.detectable, result.alpha)
     if result.left_out:
-        lines += ["Left out of `--experiments`: " + "; ".join(f"{name} ({why})" for name, why in result.left_out)
+        lines += ["Left out of `--experiments`: " + "; ".join(f"{name}: {why}" for name, why in result.left_out)
                   + ".", ""]
     groups: dict[str, list[str]] = {}
     for r in result.candidates:

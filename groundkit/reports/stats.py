@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -187,11 +188,17 @@ def paired_stats_many(
     if not moved:
         return results
     numerators, scales = exact_differences(baseline[moved], candidate[moved])
-    intervals = _bootstrap_intervals(numerators, scales, seed, resamples, block_values)
     if 2**queries <= resamples:
+        intervals = _bootstrap_intervals(numerators, scales, seed, resamples, block_values)
         p_values = [_exact_p_value(baseline[j], candidate[j], seed, resamples) for j in moved]
     else:
-        p_values = [float(p) for p in _randomization_p_values(numerators, scales, seed, resamples, block_values)]
+        # The two resamplings draw from generators of their own, and numpy's draws and BLAS release the
+        # GIL, so they overlap on two cores; the sums are exact, so the results do not depend on it.
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            bootstrap = pool.submit(_bootstrap_intervals, numerators, scales, seed, resamples, block_values)
+            flips = pool.submit(_randomization_p_values, numerators, scales, seed, resamples, block_values)
+            intervals = bootstrap.result()
+            p_values = [float(p) for p in flips.result()]
     for k, j in enumerate(moved):
         results[j] = (float(intervals[k, 0]), float(intervals[k, 1]), p_values[k])
     return results

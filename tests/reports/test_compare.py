@@ -123,7 +123,8 @@ def test_one_query_category_detects_nothing_and_says_so(tmp_path, capsys):
     COMPARE_CASES["one query in a category"].damage(baseline, candidate)
     assert main(["compare", str(baseline), str(candidate)]) == 0
     out = capsys.readouterr().out
-    assert "| ndcg@10 | boundary | 1 | 1.0000 | n/a | n/a (1 answerable query; a paired test needs at least two) |" in out
+    assert "| ndcg@10 | boundary | 1 | 1.0000 | n/a | n/a (1 answerable query; a paired test needs at least two) |" \
+        in out
     assert "With 6 answerable queries these judgments can detect a change of about " in out
 
 
@@ -186,6 +187,15 @@ def test_several_candidates_in_one_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"## groundkit compare: `{baseline}` against 2 candidates\n")
     assert "Holm-corrected over 2 tests (2 candidates x 1 metric)" in out
+    assert "Left out of" not in out
+    from groundkit.reports.compare import read_side
+    from groundkit.reports.compare_many import compare_many, render_markdown_many
+
+    sides = [read_side(str(p), cwd=tmp_path) for p in (baseline, candidate, same)]
+    shown = render_markdown_many(compare_many(sides[0], sides[1:], gate=["ndcg@10"],
+                                              left_out=[("pending", "queued, not run yet")]))
+    assert shown == out.replace("\n**Verdict", "\nLeft out of `--experiments`: pending: queued, not run yet.\n\n"
+                                "**Verdict")
     assert f"| {same} | (none) | ndcg@10 | 0.5812 | 0.5812 | +0.0000 | [+0.0000, +0.0000] | 1.0000 | 1.0000 | n/a " \
            "| 0/6/0 |" in out
 
@@ -245,7 +255,7 @@ def _limit_address_space() -> None:
 
 def test_100k_queries_fit_in_one_gib_of_address_space(tmp_path):
     # One scipy call over all queries at once needs a 10,000 x 100,000 array of int64 indices (7.45 GiB);
-    # the blocked statistics stay near 400 MiB of address space, interpreter, numpy and scipy included.
+    # the blocked statistics stay under this 1 GiB cap, interpreter, numpy, scipy and both threads included.
     # Baseline MRR 0.5 everywhere; the candidate finds the answer first for every fourth query:
     # 25,000 differences of +0.5, so the mean rises by exactly 0.125, no sign flip of them comes near
     # (p = 2 / 10,001), and the 95% interval is 0.125 +- 1.96 * 0.5 * sqrt(0.25 * 0.75 / 100,000).

@@ -100,8 +100,8 @@ FLOOR = ("import sys, scipy.stats; from pathlib import Path; from groundkit.repo
          "[read_side(side, cwd=Path.cwd()) for side in sys.argv[1:]]")
 
 
-def measure(command: list[str], cwd: Path) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS (MiB) and exit status of one child process running ``command``."""
+def measure(command: list[str], cwd: Path) -> tuple[float, float, float, int]:
+    """Wall seconds, CPU seconds, peak RSS (MiB) and exit status of one child process running ``command``."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     start = time.perf_counter()
     child = subprocess.Popen([sys.executable, *command], cwd=cwd, env=env,
@@ -112,7 +112,7 @@ def measure(command: list[str], cwd: Path) -> tuple[float, float, int]:
     errors = child.stderr.read().decode() if child.stderr else ""
     if child.returncode != 0:
         print(errors, file=sys.stderr)
-    return wall, usage.ru_maxrss / 1024, child.returncode
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, child.returncode
 
 
 GATE = "ndcg@10,mrr,recall@10"
@@ -136,19 +136,20 @@ def main() -> int:
         print(f"generated {args.queries:,} queries x {len(metrics)} metric columns x {1 + len(candidates)} sides in "
               f"{time.perf_counter() - started:.1f} s ({(baseline / 'per_query.csv').stat().st_size / 2**20:.1f} MiB "
               "per side)")
-        floor_wall, floor_peak, floor_status = measure(["-c", FLOOR, str(baseline), str(candidates[0])], workdir)
+        floor_wall, floor_cpu, floor_peak, floor_status = measure(
+            ["-c", FLOOR, str(baseline), str(candidates[0])], workdir)
         command = ["-m", "groundkit.cli", "compare", str(baseline)]
         runs = {"two runs, every metric (--json)": [*command, str(candidates[0]), "--json", "--metric", "mrr"]}
         if len(candidates) > 1:
             runs[f"{len(candidates)} candidates, {GATE} (--json)"] = [
                 *command, *map(str, candidates), "--json", "--metric", GATE]
         measured = {name: measure(argv, workdir) for name, argv in runs.items()}
-    print(f"floor (imports, two sides read): exit {floor_status}, wall {floor_wall:.1f} s, "
+    print(f"floor (imports, two sides read): exit {floor_status}, wall {floor_wall:.1f} s, CPU {floor_cpu:.1f} s, "
           f"peak RSS {floor_peak:,.0f} MiB")
-    for name, (wall, peak, status) in measured.items():
-        print(f"groundkit compare, {name}: exit {status}, wall {wall:.1f} s, peak RSS {peak:,.0f} MiB "
-              f"({peak / floor_peak:.2f}x the floor's)")
-    return max([floor_status, *(status for _, _, status in measured.values())])
+    for name, (wall, cpu, peak, status) in measured.items():
+        print(f"groundkit compare, {name}: exit {status}, wall {wall:.1f} s, CPU {cpu:.1f} s, peak RSS "
+              f"{peak:,.0f} MiB ({peak / floor_peak:.2f}x the floor's)")
+    return max([floor_status, *(status for *_, status in measured.values())])
 
 
 if __name__ == "__main__":

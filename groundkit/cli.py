@@ -267,7 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--max-drop", default="0",
                      help="a significant drop no larger than this is tolerated (default 0)")
     cmp.add_argument("--fail-on-regression", action="store_true",
-                     help=f"exit {REGRESSION_EXIT} if a --metric dropped significantly by more than --max-drop")
+                     help=f"exit {REGRESSION_EXIT} if a --metric of any candidate dropped significantly (corrected p "
+                     "below --alpha) by more than --max-drop")
     cmp.add_argument("--json", action="store_true", help="print the report as JSON")
     cmp.add_argument("--top", default="15", help="queries listed per direction in Markdown (default 15)")
     cmp.add_argument("--allow-corpus-change", action="store_true",

@@ -97,25 +97,62 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from groundkit.reports.compare import compare, parse_options, read_side, render_markdown, to_json
+    from groundkit.errors import CompareError
+    from groundkit.reports.compare import check_correction, compare, parse_options, read_side, render_markdown, to_json
+    from groundkit.reports.compare_many import compare_many, experiment_sides, render_markdown_many, to_json_many
 
     alpha, max_drop, top = parse_options(args.alpha, args.max_drop, args.top)
+    correction = check_correction(args.correction)
+    if args.experiments and args.candidates:
+        raise CompareError("--experiments", f"is given with candidates ({', '.join(args.candidates)})",
+                           fix="name the candidates, or pass --experiments alone to compare every experiment of "
+                           "the current commit")
+    if not args.experiments and not args.candidates:
+        raise CompareError("candidate", "is missing: compare needs a baseline and at least one candidate",
+                           fix="add a revision, experiment name or results folder after the baseline, or pass "
+                           "--experiments")
+    repeated = sorted({c for c in args.candidates if args.candidates.count(c) > 1})
+    if repeated:
+        raise CompareError(repeated[0], "is given twice as a candidate; it would count twice in the correction",
+                           fix="name each candidate once")
     cwd = Path.cwd()
     baseline = read_side(args.baseline, cwd=cwd, metrics_dir=args.metrics_dir)
-    candidate = read_side(args.candidate, cwd=cwd, metrics_dir=args.metrics_dir)
-    gate = _names(args.metric) or COMPARE_GATE
-    result = compare(baseline, candidate, gate=gate, alpha=alpha, max_drop=max_drop,
-                     allow_corpus_change=args.allow_corpus_change)
-    if args.json:
-        print(json.dumps(to_json(result), indent=2, sort_keys=True))
+    left_out: list[tuple[str, str]] = []
+    if args.experiments:
+        candidates, left_out = experiment_sides(cwd, baseline, args.baseline, metrics_dir=args.metrics_dir)
+        if not candidates:
+            shown = "; ".join(f"{name}: {why}" for name, why in left_out) or "none listed"
+            raise CompareError("--experiments", f"finds no experiment of the current commit to compare ({shown})",
+                               fix="run some first, e.g. dvc exp run --queue -S 'chunk.size=400,1200' && "
+                               "dvc queue start")
     else:
-        print(render_markdown(result, top=top), end="")
-    if args.fail_on_regression and result.untested:
-        for metric, why in result.untested.items():
+        candidates = [read_side(spec, cwd=cwd, metrics_dir=args.metrics_dir) for spec in args.candidates]
+    gate = _names(args.metric) or COMPARE_GATE
+    options = {"gate": gate, "alpha": alpha, "max_drop": max_drop, "allow_corpus_change": args.allow_corpus_change,
+               "correction": correction}
+    if len(candidates) == 1:
+        result = compare(baseline, candidates[0], **options)
+        report = json.dumps(to_json(result), indent=2, sort_keys=True) + "\n" if args.json \
+            else render_markdown(result, top=top)
+        for name, why in left_out:
+            print(f"left out of --experiments: {name}: {why}", file=sys.stderr)
+        untested, regressions = result.untested, {result.candidate.label: result.regressions}
+    else:
+        many = compare_many(baseline, candidates, left_out=left_out, **options)
+        report = json.dumps(to_json_many(many), indent=2, sort_keys=True) + "\n" if args.json \
+            else render_markdown_many(many)
+        untested = {f"{m} ({r.side.label})": why for r in many.candidates for m, why in r.untested.items()}
+        regressions = {r.side.label: r.regressions for r in many.candidates}
+    print(report, end="")
+    if args.fail_on_regression and untested:
+        for metric, why in untested.items():
             print(f"note: --fail-on-regression cannot gate on {metric}: no paired test ({why})", file=sys.stderr)
-    if args.fail_on_regression and result.regressions:
-        print(f"regression: {', '.join(result.regressions)} dropped significantly (p < {alpha}) by more "
-              f"than {max_drop}", file=sys.stderr)
+    failed = {label: metrics for label, metrics in regressions.items() if metrics}
+    if args.fail_on_regression and failed:
+        which = "; ".join(", ".join(metrics) + (f" ({label})" if len(regressions) > 1 else "")
+                          for label, metrics in failed.items())
+        print(f"regression: {which} dropped significantly (corrected p < {alpha}) by more than {max_drop}",
+              file=sys.stderr)
         return REGRESSION_EXIT
     return 0
 
@@ -233,12 +270,20 @@ def build_parser() -> argparse.ArgumentParser:
     audit.set_defaults(handler=_cmd_audit)
 
     cmp = commands.add_parser(
-        "compare", help="pair two runs query by query: deltas, 95%% CIs, p-values, moved queries, a verdict",
-        description="Each side is a git revision or DVC experiment name (its committed metrics/), or a folder "
-        "with per_query.csv and run.json (`groundkit run --out`, or a workspace's metrics/).",
+        "compare", help="pair runs query by query: deltas, 95%% CIs, corrected p-values, effect sizes, a verdict",
+        description="Compare a baseline with one candidate (the full report) or several (one table of the gated "
+        "metrics, their p-values corrected together). Each side is a git revision or DVC experiment name (its "
+        "committed metrics/), or a folder with per_query.csv and run.json (`groundkit run --out`, or a "
+        "workspace's metrics/).",
     )
     cmp.add_argument("baseline", help="revision, experiment name or results folder")
-    cmp.add_argument("candidate", help="revision, experiment name or results folder")
+    cmp.add_argument("candidates", nargs="*", metavar="candidate",
+                     help="one or more revisions, experiment names or results folders")
+    cmp.add_argument("--experiments", action="store_true",
+                     help="compare every experiment of the current commit (`dvc exp show`) with the baseline")
+    cmp.add_argument("--correction", default="holm",
+                     help="correction of the gated p-values for testing several: holm (default), bh "
+                     "(Benjamini-Hochberg) or none")
     cmp.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
                      help="metrics the verdict and --fail-on-regression look at "
                      f"(default {', '.join(COMPARE_GATE)})")
@@ -247,7 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--max-drop", default="0",
                      help="a significant drop no larger than this is tolerated (default 0)")
     cmp.add_argument("--fail-on-regression", action="store_true",
-                     help=f"exit {REGRESSION_EXIT} if a --metric dropped significantly by more than --max-drop")
+                     help=f"exit {REGRESSION_EXIT} if a --metric of any candidate dropped significantly (corrected p "
+                     "below --alpha) by more than --max-drop")
     cmp.add_argument("--json", action="store_true", help="print the report as JSON")
     cmp.add_argument("--top", default="15", help="queries listed per direction in Markdown (default 15)")
     cmp.add_argument("--allow-corpus-change", action="store_true",

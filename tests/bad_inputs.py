@@ -721,4 +721,8 @@ COMPARE_CASES: dict[str, CompareCase] = {
     "--top fraction": CompareCase(_intact, "--top", "'2.5' is not a whole number", ("--top", "2.5")),
     "--metric unknown": CompareCase(_intact, "--metric", "['ndcg@20'] is not reported by both runs",
                                     ("--metric", "ndcg@20")),
+    "--correction unknown": CompareCase(_intact, "--correction", "'bonferroni' is not a correction groundkit knows",
+                                        ("--correction", "bonferroni")),
+    "--experiments with candidates": CompareCase(_intact, "--experiments", "is given with candidates",
+                                                 ("--experiments",)),
 }

@@ -1,22 +1,18 @@
-"""Comparing two runs query by query: paired confidence intervals, a paired test and a verdict.
+"""Comparing runs query by query: paired confidence intervals, paired tests, effect sizes and a verdict.
 
 ``dvc metrics diff`` says that a mean moved; it cannot say whether the move is larger than what
 reshuffling the same queries would give. Both runs score the same judgments, so every query yields
-one paired difference, and the statistics below are over those differences:
+one paired difference, and the statistics (groundkit/reports/stats.py) are over those differences:
+a 95% paired bootstrap interval, a paired randomization test, Cohen's d_z, and the queries that
+went up, stayed and went down. The verdict looks at the gated metrics (``--metric``) only, with
+their p-values corrected for testing several at once (Holm by default); the report also says how
+large a change in each gated metric these judgments could detect at all. With fewer than two
+paired queries there is neither an interval nor a test.
 
-* the 95% confidence interval of the mean difference is a paired percentile bootstrap (queries
-  resampled with replacement, ``RESAMPLES`` times, fixed seed);
-* the p-value is a paired randomization test (under the null hypothesis each query's two results are
-  exchangeable, so the sign of its difference is flipped at random, ``RESAMPLES`` times, fixed seed;
-  every sign pattern is enumerated exactly when there are fewer than that).
-
-Both are computed in blocks of resamples, so memory stays bounded however many queries there are,
-and draw the same random numbers as ``scipy.stats.bootstrap`` and ``scipy.stats.permutation_test``
-with the same seeded generator, giving the same results (tests/reports/test_compare.py checks this). With
-fewer than two paired queries there is neither an interval nor a test.
-
-A side is a git revision or DVC experiment (its committed ``metrics/``), or a directory holding
-``per_query.csv`` and ``run.json`` (the output of ``groundkit run`` or a workspace's ``metrics/``).
+This module reads the sides and compares two runs; groundkit/reports/compare_many.py compares one
+baseline with several candidates. A side is a git revision or DVC experiment (its committed
+``metrics/``), or a directory holding ``per_query.csv`` and ``run.json`` (the output of
+``groundkit run`` or a workspace's ``metrics/``).
 """
 
 from __future__ import annotations
@@ -36,18 +32,26 @@ import numpy as np
 
 from groundkit._json import loads_line
 from groundkit.errors import CompareError, JSONLineError, MeasureError
+from groundkit.reports.stats import (
+    CORRECTIONS,
+    POWER,
+    RESAMPLES,
+    SEED,
+    adjust_p_values,
+    effect_size,
+    minimum_detectable_effect,
+    paired_stats_many,
+    smallest_p_value,
+    wins_ties_losses,
+)
 from groundkit.scoring.measures import BUDGET_RECALL, MEASURES, NDCG, RECALL
 from groundkit.scoring.schema import PER_QUERY_FIELDS
 
-RESAMPLES = 10_000
-SEED = 20261202
 NO_ANSWER = "no_answer"
-# Values drawn per block of resamples (queries x resamples): 4 Mi float64 values are 32 MiB, so a
-# block's index array, its gathered values and its signs stay near 100 MiB at any number of queries.
-BLOCK_VALUES = 1 << 22
 SHORT_HASH = 12
 # The per-category table: every hit rate (at k and at a budget), then nDCG at the deepest k.
 PER_CATEGORY = (RECALL, BUDGET_RECALL)
+ALL = "all"  # the category name of the overall row in the table of detectable effects
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,7 @@ class Side:
 
 @dataclass
 class Stat:
-    """One metric over one set of paired queries; interval and p-value are None below two queries."""
+    """One metric over one set of paired queries; interval, p-value and d_z are None below two queries."""
 
     metric: str
     queries: int
@@ -84,11 +88,38 @@ class Stat:
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
+    effect_size: float | None = None
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         ci = None if self.ci_low is None else [self.ci_low, self.ci_high]
         return {"metric": self.metric, "queries": self.queries, "baseline": self.baseline,
-                "candidate": self.candidate, "delta": self.delta, "ci95": ci, "p_value": self.p_value}
+                "candidate": self.candidate, "delta": self.delta, "ci95": ci, "p_value": self.p_value,
+                "effect_size_dz": self.effect_size, "wins": self.wins, "ties": self.ties, "losses": self.losses}
+
+
+@dataclass
+class Detectable:
+    """The minimum detectable effect of one gated metric over one category (or all), from the baseline.
+
+    ``sd`` is the baseline's per-query standard deviation; the differences to a candidate are taken
+    to have sqrt(2) times it (see :func:`detectable`). ``mde`` is None when nothing is detectable,
+    and ``note`` says why.
+    """
+
+    metric: str
+    category: str
+    queries: int
+    baseline: float | None
+    sd: float | None
+    mde: float | None
+    note: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "category": self.category, "queries": self.queries,
+                "baseline": self.baseline, "sd": self.sd, "mde": self.mde, "note": self.note}
 
 
 @dataclass
@@ -109,6 +140,9 @@ class Comparison:
     verdict: str = ""
     regressions: list[str] = field(default_factory=list)
     untested: dict[str, str] = field(default_factory=dict)
+    correction: str = "holm"
+    p_adjusted: dict[str, float | None] = field(default_factory=dict)
+    detectable: list[Detectable] = field(default_factory=list)
 
 
 # --- options -----------------------------------------------------------------------------------
@@ -138,6 +172,15 @@ def check_max_drop(max_drop: float) -> float:
     return max_drop
 
 
+def check_correction(correction: str) -> str:
+    """The correction for multiple comparisons: holm, bh or none."""
+    if correction not in CORRECTIONS:
+        raise CompareError("--correction", f"{correction!r} is not a correction groundkit knows",
+                           fix=f"use one of {', '.join(CORRECTIONS)} (holm, the default, controls the chance of "
+                           "any false alarm; bh the expected share of false alarms)")
+    return correction
+
+
 def parse_options(alpha: str, max_drop: str, top: str) -> tuple[float, float, int]:
     """``--alpha``, ``--max-drop`` and ``--top`` from the command line, each checked."""
     number = _option("--alpha", alpha, float, "a number", "give a significance level such as 0.05")
@@ -155,7 +198,7 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
 
 
-def _resolve_revision(spec: str, cwd: Path) -> str | None:
+def resolve_revision(spec: str, cwd: Path) -> str | None:
     """A commit for ``spec``: any git revision, else a DVC experiment name (refs/exps/.../NAME)."""
     found = _git(["rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}"], cwd)
     if found.returncode == 0:
@@ -309,8 +352,11 @@ def _parse_side(label: str, csv_text_: str, json_text: str, csv_path: str, json_
                 values=matrix, csv_path=csv_path, json_path=json_path)
 
 
-def read_side(spec: str, *, cwd: Path, metrics_dir: str = "metrics") -> Side:
-    """Read one side of a comparison: a results directory, a git revision, or a DVC experiment name."""
+def read_side(spec: str, *, cwd: Path, metrics_dir: str = "metrics", label: str | None = None) -> Side:
+    """Read one side of a comparison: a results directory, a git revision, or a DVC experiment name.
+
+    ``label`` names the side in the report (default: ``spec``), e.g. an experiment read by its commit.
+    """
     directory = Path(spec)
     names = ("per_query.csv", "run.json")
     texts: dict[str, str] = {}
@@ -326,7 +372,7 @@ def read_side(spec: str, *, cwd: Path, metrics_dir: str = "metrics") -> Side:
             paths[name] = str(directory / name)
             texts[name] = _decode((directory / name).read_bytes(), paths[name])
     else:
-        commit = _resolve_revision(spec, cwd)
+        commit = resolve_revision(spec, cwd)
         if commit is None:
             raise CompareError(spec, "is neither a directory, a git revision nor a DVC experiment name",
                                fix="give a folder written by `groundkit run`, a branch/tag/commit, or a name "
@@ -340,142 +386,71 @@ def read_side(spec: str, *, cwd: Path, metrics_dir: str = "metrics") -> Side:
                                    fix="compare revisions whose `dvc repro` results were committed "
                                    "(metrics/ is tracked by git)")
             texts[name] = _decode(shown.stdout, paths[name])
-    return _parse_side(spec, texts["per_query.csv"], texts["run.json"], paths["per_query.csv"], paths["run.json"])
+    return _parse_side(label or spec, texts["per_query.csv"], texts["run.json"], paths["per_query.csv"],
+                       paths["run.json"])
 
 
 # --- statistics --------------------------------------------------------------------------------
 
 
-def _block(queries: int, resamples: int, block_values: int) -> int:
-    """Resamples per block: at most ``block_values`` values, so memory does not grow with the queries."""
-    return max(1, min(resamples, block_values // max(queries, 1)))
+def paired_rows(metrics: list[str], before: np.ndarray, afters: list[np.ndarray]) -> list[list[Stat]]:
+    """One Stat per metric for each candidate; ``before`` and each of ``afters`` are (metrics, queries).
 
-
-def _bootstrap_intervals(differences: np.ndarray, seed: int, resamples: int, block_values: int) -> np.ndarray:
-    """Percentile 95% intervals of the mean, one row per metric, as ``scipy.stats.bootstrap`` gives them.
-
-    scipy draws a (resamples, queries) array of indices in one call; drawing it in consecutive blocks
-    from the same generator yields the same indices, and each resample's mean is taken over a
-    contiguous row as scipy does, so the bootstrap distribution is the same to the last bit. One
-    set of indices serves every metric: the resampled queries do not depend on the metric.
+    All candidates go through the resampling together, so they share its random draws: a candidate
+    gets the same interval and p-value here as compared alone.
     """
-    from scipy import stats
-
-    rows, queries = differences.shape
-    rng = np.random.default_rng(seed)
-    distribution = np.empty((rows, resamples))
-    step = _block(queries, resamples, block_values)
-    for start in range(0, resamples, step):
-        size = min(step, resamples - start)
-        picks = rng.integers(0, queries, (size, queries))
-        for j in range(rows):
-            distribution[j, start:start + size] = np.take(differences[j], picks).mean(axis=-1)
-    alpha = np.asarray((1 - 0.95) / 2)
-    levels = np.stack((alpha, 1 - alpha), axis=-1)
-    return np.array([stats.quantile(distribution[j], levels) for j in range(rows)])
-
-
-def _sign_flip_null(differences: np.ndarray, seed: int, resamples: int, block_values: int) -> np.ndarray:
-    """The mean difference under random sign flips, (metrics, resamples), as scipy's paired test draws it.
-
-    For paired samples ``scipy.stats.permutation_test`` swaps each query's two values at random: one
-    32-bit draw per resample and query, swapped when its lowest bit is 0, and a swap flips the sign
-    of the difference. Drawing those words block by block gives the same signs. scipy's resample
-    mean adds the queries strictly one after another (not pairwise), and so does this, so the null
-    distribution is the same to the last bit.
-    """
-    rows, queries = differences.shape
-    rng = np.random.default_rng(seed)
-    null = np.empty((rows, resamples))
-    step = _block(queries, resamples, block_values)
-    for start in range(0, resamples, step):
-        size = min(step, resamples - start)
-        words = rng.integers(0, 2**32, (size, queries), dtype=np.uint32)
-        # Queries x resamples, C-ordered, so that reducing axis 0 adds the queries strictly in order;
-        # over a transposed view numpy would add them in another order, different in the last bits.
-        signs = (np.ascontiguousarray(words.T) & 1).astype(np.float64)
-        signs *= 2
-        signs -= 1  # low bit 0 -> -1.0 (swapped), 1 -> +1.0
-        for j in range(rows):
-            null[j, start:start + size] = np.add.reduce(signs * differences[j][:, None], axis=0) / queries
-    return null
-
-
-def _randomization_p_values(differences: np.ndarray, seed: int, resamples: int, block_values: int) -> np.ndarray:
-    """Two-sided sign-flip p-values, one per metric, computed as ``scipy.stats.permutation_test`` does.
-
-    A resample within 100 ulp of the observed mean counts as reaching it, and one is added to the
-    count and to the number of resamples (the observed signs are one possible draw).
-    """
-    null = _sign_flip_null(differences, seed, resamples, block_values)
-    observed = differences.mean(axis=-1)
-    gamma = np.abs(np.finfo(np.float64).eps * 100 * observed)[:, None]
-    less = (np.count_nonzero(null <= observed[:, None] + gamma, axis=-1) + 1) / (resamples + 1)
-    greater = (np.count_nonzero(null >= observed[:, None] - gamma, axis=-1) + 1) / (resamples + 1)
-    return np.clip(np.minimum(less, greater) * 2, 0.0, 1.0)
-
-
-def _exact_p_value(baseline: np.ndarray, candidate: np.ndarray, seed: int, resamples: int) -> float:
-    """scipy enumerates every sign pattern when there are no more than ``resamples`` (few queries)."""
-    from scipy import stats
-
-    return float(stats.permutation_test(
-        (candidate, baseline), lambda c, b, axis: np.mean(c - b, axis=axis), permutation_type="samples",
-        vectorized=True, n_resamples=resamples, alternative="two-sided", rng=np.random.default_rng(seed),
-    ).pvalue)
-
-
-def paired_stats_many(
-    baseline: np.ndarray, candidate: np.ndarray, *, seed: int = SEED, resamples: int = RESAMPLES,
-    block_values: int = BLOCK_VALUES,
-) -> list[tuple[float | None, float | None, float | None]]:
-    """``(ci_low, ci_high, p_value)`` per row of two (metrics, queries) arrays paired column by column.
-
-    Each row gets what :func:`paired_stats` gives it alone; the random draws are shared between rows.
-    ``block_values`` bounds the values drawn at once; it changes memory and speed, never the result.
-    """
-    baseline = np.ascontiguousarray(baseline, dtype=np.float64)
-    candidate = np.ascontiguousarray(candidate, dtype=np.float64)
-    rows, queries = baseline.shape
-    if queries < 2:
-        return [(None, None, None)] * rows
-    differences = candidate - baseline
-    results: list[tuple[float | None, float | None, float | None]] = [(0.0, 0.0, 1.0)] * rows
-    moved = [j for j in range(rows) if np.any(differences[j])]
-    if not moved:
-        return results
-    intervals = _bootstrap_intervals(differences[moved], seed, resamples, block_values)
-    if 2**queries <= resamples:
-        p_values = [_exact_p_value(baseline[j], candidate[j], seed, resamples) for j in moved]
-    else:
-        p_values = [float(p) for p in _randomization_p_values(differences[moved], seed, resamples, block_values)]
-    for k, j in enumerate(moved):
-        results[j] = (float(intervals[k, 0]), float(intervals[k, 1]), p_values[k])
-    return results
-
-
-def paired_stats(baseline: np.ndarray, candidate: np.ndarray, *, seed: int = SEED,
-                 resamples: int = RESAMPLES) -> tuple[float | None, float | None, float | None]:
-    """Return ``(ci_low, ci_high, p_value)`` for the mean of ``candidate - baseline``.
-
-    A percentile bootstrap over queries for the 95% interval, and a two-sided paired randomization
-    (sign-flip) test for the p-value; both seeded, so deterministic. All three are None with fewer
-    than two queries, where neither is defined.
-    """
-    pair = np.stack((np.asarray(baseline, dtype=np.float64), np.asarray(candidate, dtype=np.float64)))
-    return paired_stats_many(pair[:1], pair[1:], seed=seed, resamples=resamples)[0]
+    queries = before.shape[1]
+    tests = paired_stats_many(np.tile(before, (len(afters), 1)), np.concatenate(afters)) if afters else []
+    result = []
+    for c, after in enumerate(afters):
+        stats = []
+        for j, metric in enumerate(metrics):
+            low, high, p_value = tests[c * len(metrics) + j]
+            d = after[j] - before[j]
+            means = (float(before[j].mean()), float(after[j].mean()), float(d.mean())) if queries else (None,) * 3
+            stats.append(Stat(metric, queries, *means, ci_low=low, ci_high=high, p_value=p_value,
+                              effect_size=effect_size(d), **dict(zip(("wins", "ties", "losses"),
+                                                                     wins_ties_losses(d), strict=True))))
+        result.append(stats)
+    return result
 
 
 def _stats(metrics: list[str], before: np.ndarray, after: np.ndarray) -> list[Stat]:
     """One Stat per metric; ``before`` and ``after`` are (metrics, queries), paired by column."""
-    queries = before.shape[1]
-    tests = paired_stats_many(before, after)
+    return paired_rows(metrics, before, [after])[0]
+
+
+def detectable(side: Side, rows: np.ndarray, metrics: list[str], alpha: float) -> list[Detectable]:
+    """The minimum detectable effect of each metric over all ``rows`` of ``side``, then per category.
+
+    Only the baseline is known here, so the differences to a candidate are taken to have sqrt(2)
+    times the baseline's per-query standard deviation: what two runs with the baseline's spread and
+    unrelated per-query errors would give. Real candidates share much of the baseline's ranking, so
+    their differences usually vary less and smaller effects are found; this is the cautious figure.
+    """
+    categories = [side.categories[i] for i in rows]
+    groups = [(ALL, rows)] + [(c, rows[np.array([x == c for x in categories], dtype=bool)])
+                              for c in sorted(set(categories))]
     result = []
-    for j, metric in enumerate(metrics):
-        low, high, p_value = tests[j]
-        means = (float(before[j].mean()), float(after[j].mean()), float((after[j] - before[j]).mean())) \
-            if queries else (None, None, None)
-        result.append(Stat(metric, queries, *means, ci_low=low, ci_high=high, p_value=p_value))
+    for metric in metrics:
+        column = side.metric_names.index(metric)
+        for category, subset in groups:
+            values = side.values[subset, column]
+            n = len(values)
+            mean = float(values.mean()) if n else None
+            if n < 2:
+                result.append(Detectable(metric, category, n, mean, None, None,
+                                         f"{count_text(n)}; a paired test needs at least two"))
+                continue
+            sd = float(values.std(ddof=1))
+            mde = minimum_detectable_effect(math.sqrt(2) * sd, n, alpha)
+            note = None
+            if sd == 0:
+                mde, note = None, "every query scores the same in the baseline, so its spread says nothing"
+            elif mde is None:
+                note = (f"with {n} queries the smallest p-value the test can give is "
+                        f"{smallest_p_value(n):.4g}, not below alpha")
+            result.append(Detectable(metric, category, n, mean, sd, mde, note))
     return result
 
 
@@ -490,24 +465,24 @@ def _flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def _short(value: str) -> str:
+def short_hash(value: str) -> str:
     return value[:SHORT_HASH]
 
 
-def _check_comparable(baseline: Side, candidate: Side, allow_corpus_change: bool) -> dict[str, str] | None:
+def check_comparable(baseline: Side, candidate: Side, allow_corpus_change: bool) -> dict[str, str] | None:
     """Refuse runs over other judgments, other queries, or (unless allowed) another corpus."""
     before, after = baseline.metadata, candidate.metadata
     if before["judgments_hash"] != after["judgments_hash"]:
         raise CompareError(
             candidate.json_path,
             "was scored on different judgments than the baseline (judgments_hash "
-            f"{_short(before['judgments_hash'])} vs {_short(after['judgments_hash'])}); "
+            f"{short_hash(before['judgments_hash'])} vs {short_hash(after['judgments_hash'])}); "
             "a paired test needs the same queries with the same gold",
             fix="re-run both sides on the same judgments file, or compare their metrics.json by eye",
         )
     corpus_change = None
     if before["corpus_hash"] != after["corpus_hash"]:
-        corpus_change = {"baseline": _short(before["corpus_hash"]), "candidate": _short(after["corpus_hash"])}
+        corpus_change = {"baseline": short_hash(before["corpus_hash"]), "candidate": short_hash(after["corpus_hash"])}
         if not allow_corpus_change:
             raise CompareError(
                 candidate.json_path,
@@ -534,19 +509,13 @@ def _check_comparable(baseline: Side, candidate: Side, allow_corpus_change: bool
     return corpus_change
 
 
-def _matrix(side: Side, rows: np.ndarray, metrics: list[str]) -> np.ndarray:
+def metric_matrix(side: Side, rows: np.ndarray, metrics: list[str]) -> np.ndarray:
     columns = [side.metric_names.index(m) for m in metrics]
     return np.ascontiguousarray(side.values[np.ix_(rows, columns)].T)
 
 
-def compare(
-    baseline: Side, candidate: Side, *, gate: list[str], alpha: float = 0.05, max_drop: float = 0.0,
-    allow_corpus_change: bool = False,
-) -> Comparison:
-    """Pair the two sides query by query and compute every statistic of the report."""
-    check_alpha(alpha)
-    check_max_drop(max_drop)
-    corpus_change = _check_comparable(baseline, candidate, allow_corpus_change)
+def paired_metrics(baseline: Side, candidate: Side, gate: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """The metrics both sides report, and those only one does; every gated metric must be paired."""
     metrics = [m for m in baseline.metric_names if m in candidate.metric_names]
     one_sided = {"baseline": [m for m in baseline.metric_names if m not in candidate.metric_names],
                  "candidate": [m for m in candidate.metric_names if m not in baseline.metric_names]}
@@ -559,11 +528,57 @@ def compare(
                                fix=f"use one of {metrics}, or re-run both sides with the same score.ks and "
                                "score.budgets")
         raise CompareError("--metric", f"{[name]} is not reported by both runs", fix=f"use one of {metrics}")
-    ids = sorted(baseline.position)
-    answerable = [q for q in ids if baseline.categories[baseline.position[q]] != NO_ANSWER]
-    before_rows = np.array([baseline.position[q] for q in answerable], dtype=np.intp)
-    after_rows = np.array([candidate.position[q] for q in answerable], dtype=np.intp)
-    overall = _stats(metrics, _matrix(baseline, before_rows, metrics), _matrix(candidate, after_rows, metrics))
+    return metrics, one_sided
+
+
+def answerable_ids(baseline: Side) -> list[str]:
+    """The answerable query ids, sorted: the order every paired array follows."""
+    return [q for q in sorted(baseline.position) if baseline.categories[baseline.position[q]] != NO_ANSWER]
+
+
+def rows_of(side: Side, ids: list[str]) -> np.ndarray:
+    return np.array([side.position[q] for q in ids], dtype=np.intp)
+
+
+def params_changed(baseline: Side, candidate: Side) -> dict[str, list[Any]]:
+    """Each flattened parameter whose value differs: ``{key: [baseline's, candidate's]}`` (None: not set)."""
+    before = _flatten(baseline.metadata.get("params", {}))
+    after = _flatten(candidate.metadata.get("params", {}))
+    return {k: [before.get(k), after.get(k)] for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)}
+
+
+def decide(gated: list[Stat], p_adjusted: list[float | None], alpha: float,
+           max_drop: float) -> tuple[str, list[str], dict[str, str]]:
+    """``(verdict, regressions, untested)`` of one candidate from its gated stats and corrected p-values."""
+    untested = {s.metric: f"{count_text(s.queries)}; a paired test needs at least two"
+                for s in gated if s.p_value is None}
+    significant = [s for s, p in zip(gated, p_adjusted, strict=True) if p is not None and p < alpha]
+    regressions = [s.metric for s in significant if s.delta is not None and s.delta < -max_drop]
+    if any(s.delta is not None and s.delta < 0 for s in significant):
+        verdict = "worse"
+    elif any(s.delta is not None and s.delta > 0 for s in significant):
+        verdict = "better"
+    elif untested and len(untested) == len(gated):
+        verdict = "untested"
+    else:
+        verdict = "no significant change"
+    return verdict, regressions, untested
+
+
+def compare(
+    baseline: Side, candidate: Side, *, gate: list[str], alpha: float = 0.05, max_drop: float = 0.0,
+    allow_corpus_change: bool = False, correction: str = "holm",
+) -> Comparison:
+    """Pair the two sides query by query and compute every statistic of the report."""
+    check_alpha(alpha)
+    check_max_drop(max_drop)
+    check_correction(correction)
+    corpus_change = check_comparable(baseline, candidate, allow_corpus_change)
+    metrics, one_sided = paired_metrics(baseline, candidate, gate)
+    answerable = answerable_ids(baseline)
+    before_rows, after_rows = rows_of(baseline, answerable), rows_of(candidate, answerable)
+    overall = _stats(metrics, metric_matrix(baseline, before_rows, metrics),
+                     metric_matrix(candidate, after_rows, metrics))
 
     answerable_categories = [baseline.categories[i] for i in before_rows]
     categories = sorted(set(answerable_categories))
@@ -573,8 +588,8 @@ def compare(
     by_category = {}
     for c in categories:
         mask = np.array([category == c for category in answerable_categories], dtype=bool)
-        by_category[c] = _stats(per_category_metrics, _matrix(baseline, before_rows[mask], per_category_metrics),
-                                _matrix(candidate, after_rows[mask], per_category_metrics))
+        by_category[c] = _stats(per_category_metrics, metric_matrix(baseline, before_rows[mask], per_category_metrics),
+                                metric_matrix(candidate, after_rows[mask], per_category_metrics))
 
     moved = []
     for q, i, k in zip(answerable, before_rows, after_rows, strict=True):
@@ -595,66 +610,66 @@ def compare(
     for row in moved:
         del row["rr_drop"]
 
-    unanswerable = [q for q in ids if baseline.categories[baseline.position[q]] == NO_ANSWER]
+    unanswerable = [q for q in sorted(baseline.position) if baseline.categories[baseline.position[q]] == NO_ANSWER]
     no_answer = {
         "queries": len(unanswerable),
         "abstained_baseline": sum(1 for q in unanswerable if baseline.abstained[baseline.position[q]]),
         "abstained_candidate": sum(1 for q in unanswerable if candidate.abstained[candidate.position[q]]),
     }
-    before_params = _flatten(baseline.metadata.get("params", {}))
-    after_params = _flatten(candidate.metadata.get("params", {}))
-    params_changed = {k: [before_params.get(k), after_params.get(k)]
-                      for k in sorted(set(before_params) | set(after_params))
-                      if before_params.get(k) != after_params.get(k)}
-
     result = Comparison(baseline=baseline, candidate=candidate, overall=overall, by_category=by_category,
-                        worse=worse, better=better, no_answer=no_answer, params_changed=params_changed,
-                        gate=gate, alpha=alpha, max_drop=max_drop, corpus_change=corpus_change,
-                        one_sided=one_sided)
+                        worse=worse, better=better, no_answer=no_answer,
+                        params_changed=params_changed(baseline, candidate), gate=gate, alpha=alpha,
+                        max_drop=max_drop, corpus_change=corpus_change, one_sided=one_sided, correction=correction)
     gated = [s for s in overall if s.metric in gate]
-    result.untested = {s.metric: f"{_count(s.queries)}; a paired test needs at least two"
-                       for s in gated if s.p_value is None}
-    significant = [s for s in gated if s.p_value is not None and s.p_value < alpha]
-    result.regressions = [s.metric for s in significant if s.delta is not None and s.delta < -max_drop]
-    if any(s.delta is not None and s.delta < 0 for s in significant):
-        result.verdict = "worse"
-    elif any(s.delta is not None and s.delta > 0 for s in significant):
-        result.verdict = "better"
-    elif result.untested and len(result.untested) == len(gated):
-        result.verdict = "untested"
-    else:
-        result.verdict = "no significant change"
+    adjusted = adjust_p_values([s.p_value for s in gated], correction)
+    result.p_adjusted = {s.metric: p for s, p in zip(gated, adjusted, strict=True)}
+    result.verdict, result.regressions, result.untested = decide(gated, adjusted, alpha, max_drop)
+    result.detectable = detectable(baseline, before_rows, [s.metric for s in gated], alpha)
     return result
 
 
-def _count(queries: int) -> str:
+def count_text(queries: int) -> str:
     return f"{queries} answerable {'query' if queries == 1 else 'queries'}"
 
 
 # --- rendering ---------------------------------------------------------------------------------
 
 
-def _number(value: float | None, metric: str) -> str:
+def number_text(value: float | None, metric: str) -> str:
     if value is None:
         return "n/a"
     return f"{value:.{MEASURES.parse(metric)[0].decimals}f}"
 
 
-def _signed(value: float | None, metric: str) -> str:
+def signed_text(value: float | None, metric: str) -> str:
     if value is None:
         return "n/a"
     return f"{value:+.{MEASURES.parse(metric)[0].decimals}f}"
 
 
+def effect_text(stat: Stat) -> str:
+    return "n/a" if stat.effect_size is None else f"{stat.effect_size:+.2f}"
+
+
+def counts_text(stat: Stat) -> str:
+    return f"{stat.wins}/{stat.ties}/{stat.losses}"
+
+
+def interval_cells(stat: Stat) -> tuple[str, str]:
+    """The interval and p-value cells; without a test they say why."""
+    m = stat.metric
+    if stat.p_value is None:
+        return f"n/a ({stat.queries} {'query' if stat.queries == 1 else 'queries'})", "n/a"
+    return f"[{signed_text(stat.ci_low, m)}, {signed_text(stat.ci_high, m)}]", f"{stat.p_value:.4f}"
+
+
 def _row(stat: Stat, significant: bool) -> str:
     m = stat.metric
     mark = " *" if significant else ""
-    if stat.p_value is None:
-        interval, p_value = f"n/a ({stat.queries} {'query' if stat.queries == 1 else 'queries'})", "n/a"
-    else:
-        interval, p_value = f"[{_signed(stat.ci_low, m)}, {_signed(stat.ci_high, m)}]", f"{stat.p_value:.4f}"
-    return (f"| {m} | {_number(stat.baseline, m)} | {_number(stat.candidate, m)} | {_signed(stat.delta, m)}{mark} "
-            f"| {interval} | {p_value} |")
+    interval, p_value = interval_cells(stat)
+    return (f"| {m} | {number_text(stat.baseline, m)} | {number_text(stat.candidate, m)} | "
+            f"{signed_text(stat.delta, m)}{mark} | {interval} | {p_value} | {effect_text(stat)} "
+            f"| {counts_text(stat)} |")
 
 
 def _significant(stat: Stat, alpha: float) -> bool:
@@ -665,16 +680,52 @@ def _rank_text(rank: int | None) -> str:
     return "not retrieved" if rank is None else str(rank)
 
 
+def correction_text(correction: str, tests: int) -> str:
+    """How the gated p-values were corrected, for a sentence: "Holm-corrected over 3 tests"."""
+    if correction == "none":
+        return "not corrected for multiple tests (`--correction none`)"
+    name = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[correction]
+    return f"{name}-corrected over {tests} {'test' if tests == 1 else 'tests'}"
+
+
+EFFECT_LEGEND = ("d_z: mean delta / SD of the per-query deltas (Cohen's d_z); W/T/L: queries where the "
+                 "candidate scores higher / the same / lower (wins, ties, losses; for chars@k higher is more to read).")
+
+
+def detectable_lines(rows: list[Detectable], alpha: float) -> list[str]:
+    """The section on minimum detectable effects, ending with one sentence per gated metric."""
+    lines = ["### What these judgments can detect", "",
+             f"Minimum detectable effect (MDE): the true change the randomization test finds with {POWER:.0%} power "
+             f"at alpha = {alpha} (two-sided), from the baseline's per-query SD, taking a candidate's per-query "
+             "deltas to vary sqrt(2) times as much (cautious: runs that share most of their ranking vary less). "
+             "The correction for several tests lowers the first threshold and raises these figures.", "",
+             "| metric | category | n | baseline | SD | MDE |", "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for d in rows:
+        mde = number_text(d.mde, d.metric) if d.mde is not None else f"n/a ({d.note})"
+        lines.append(f"| {d.metric} | {d.category} | {d.queries} | {number_text(d.baseline, d.metric)} | "
+                     f"{number_text(d.sd, d.metric)} | {mde} |")
+    summary = [f"about {number_text(d.mde, d.metric)} in {d.metric}" for d in rows
+               if d.category == ALL and d.mde is not None]
+    if summary:
+        n = next(d.queries for d in rows if d.category == ALL)
+        lines += ["", f"With {n} answerable queries these judgments can detect a change of {', '.join(summary)}; "
+                  "a smaller true change is likely to be missed, and writing more judgments is how to see it."]
+    return [*lines, ""]
+
+
 def render_markdown(result: Comparison, *, top: int = 15) -> str:
     """The report as Markdown, ready to paste into a pull request comment."""
     b, c = result.baseline, result.candidate
     answerable = result.overall[0].queries if result.overall else 0
+    tests = sum(1 for p in result.p_adjusted.values() if p is not None)
     lines = [
         f"## groundkit compare: `{b.label}` → `{c.label}`",
         "",
         f"Paired over {answerable} answerable queries (same judgments, hash "
-        f"`{_short(b.metadata['judgments_hash'])}`). 95% CI: paired bootstrap; p: paired randomization "
+        f"`{short_hash(b.metadata['judgments_hash'])}`). 95% CI: paired bootstrap; p: paired randomization "
         f"test; {RESAMPLES:,} resamples each, seed {SEED}. `*` marks p < {result.alpha}.",
+        f"{EFFECT_LEGEND} The p-values in the tables are each for one test, uncorrected; the verdict uses "
+        f"those of {', '.join(result.gate)}, {correction_text(result.correction, tests)}.",
         "",
     ]
     if result.corpus_change:
@@ -690,11 +741,12 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
     sides = [f"`{m}` ({side} only)" for side in ("baseline", "candidate") for m in result.one_sided.get(side, [])]
     if sides:
         lines += [f"Not compared, reported by one run only: {', '.join(sides)}.", ""]
-    header = ["| metric | baseline | candidate | delta | 95% CI | p |", "| --- | ---: | ---: | ---: | --- | ---: |"]
+    header = ["| metric | baseline | candidate | delta | 95% CI | p | d_z | W/T/L |",
+              "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
     lines += header + [_row(s, _significant(s, result.alpha)) for s in result.overall]
     lines += ["", "### Per category", "",
-              "| category | n | metric | baseline | candidate | delta | 95% CI | p |",
-              "| --- | ---: | --- | ---: | ---: | ---: | --- | ---: |"]
+              "| category | n | metric | baseline | candidate | delta | 95% CI | p | d_z | W/T/L |",
+              "| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
     for category, stats in result.by_category.items():
         for s in stats:
             lines.append(f"| {category} | {s.queries} " + _row(s, _significant(s, result.alpha)))
@@ -712,29 +764,38 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
             if len(rows) > top:
                 lines.append(f"| … | | {len(rows) - top} more (`--top N` or `--json` lists them) | |")
         lines.append("")
+    lines += detectable_lines(result.detectable, result.alpha)
     gated = {s.metric: s for s in result.overall if s.metric in result.gate}
 
     def detail(m: str, s: Stat) -> str:
         if s.p_value is None:
-            return f"{m} {_signed(s.delta, m)}, no test: {result.untested[m]}"
-        return f"{m} {_signed(s.delta, m)}, p = {s.p_value:.4f}"
+            return f"{m} {signed_text(s.delta, m)}, no test: {result.untested[m]}"
+        corrected = "" if result.correction == "none" else f", corrected p = {result.p_adjusted[m]:.4f}"
+        return f"{m} {signed_text(s.delta, m)}, p = {s.p_value:.4f}{corrected}"
 
     details = "; ".join(detail(m, s) for m, s in gated.items())
-    lines.append(f"**Verdict: {result.verdict}** at alpha = {result.alpha} on {', '.join(result.gate)} ({details}).")
+    lines.append(f"**Verdict: {result.verdict}** at alpha = {result.alpha} on {', '.join(result.gate)}, "
+                 f"{correction_text(result.correction, tests)} ({details}).")
     if result.regressions:
         lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {', '.join(result.regressions)}.")
     return "\n".join(lines) + "\n"
 
 
+METHOD = {"ci": "paired percentile bootstrap, 95%", "test": "paired randomization (sign flip), two-sided",
+          "effect_size": "Cohen's d_z: mean difference / standard deviation of the differences (ddof 1)",
+          "mde": f"two-sided randomization test, {POWER:.0%} power, differences' SD taken as sqrt(2) x the "
+          "baseline's per-query SD", "resamples": RESAMPLES, "seed": SEED}
+
+
 def to_json(result: Comparison) -> dict[str, Any]:
     """The report as plain data for machines."""
+    tests = sum(1 for p in result.p_adjusted.values() if p is not None)
     return {
         "baseline": result.baseline.label,
         "candidate": result.candidate.label,
         "judgments_hash": result.baseline.metadata["judgments_hash"],
         "corpus_change": result.corpus_change,
-        "method": {"ci": "paired percentile bootstrap, 95%", "test": "paired randomization (sign flip), two-sided",
-                   "resamples": RESAMPLES, "seed": SEED},
+        "method": METHOD,
         "params_changed": result.params_changed,
         "one_sided_metrics": result.one_sided,
         "overall": [s.as_dict() for s in result.overall],
@@ -743,7 +804,9 @@ def to_json(result: Comparison) -> dict[str, Any]:
         "worse": result.worse,
         "better": result.better,
         "gate": {"metrics": result.gate, "alpha": result.alpha, "max_drop": result.max_drop,
-                 "untested": result.untested},
+                 "untested": result.untested, "correction": result.correction, "tests": tests,
+                 "p_adjusted": result.p_adjusted},
+        "detectable": [d.as_dict() for d in result.detectable],
         "verdict": result.verdict,
         "regressions": result.regressions,
     }

@@ -26,7 +26,7 @@ from typing import Any
 
 from groundkit._json import loads_line
 from groundkit.artifacts import atomic_write_text, csv_text
-from groundkit.errors import JSONLineError, MeasureError, SweepError
+from groundkit.errors import InputError, JSONLineError, MeasureError, SweepError
 from groundkit.scoring.measures import MEASURES
 
 METRICS_FILE = "metrics/metrics.json"
@@ -42,10 +42,14 @@ RunReader = Callable[[str], "dict[str, Any] | str"]
 
 @dataclass
 class Sweep:
-    """The rows to tabulate, and each revision left out as ``(name, reason)``."""
+    """The rows to tabulate, each revision left out as ``(name, reason)``, and the experiments kept.
+
+    ``experiments`` lists the kept rows that are experiments (not a commit) as ``(name, rev)``.
+    """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     left_out: list[tuple[str, str]] = field(default_factory=list)
+    experiments: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _dig(data: dict[str, Any], dotted: str) -> Any:
@@ -120,6 +124,8 @@ def experiment_rows(shown: list[dict[str, Any]], params: list[str], run_json: Ru
             if reason is not None:
                 sweep.left_out.append((name, reason))
                 continue
+            if entry is not commit:
+                sweep.experiments.append((name, rev))
             row: dict[str, Any] = {"experiment": name}
             for p in params:
                 row[p] = _dig(_params(entry), p)
@@ -160,6 +166,19 @@ def _is_metric(name: str) -> bool:
     return True
 
 
+def dvc_exp_show(cwd: Path, error: type[InputError], where: str) -> list[dict[str, Any]]:
+    """``dvc exp show --json`` in ``cwd``, parsed; a failure is raised as ``error`` naming ``where``."""
+    try:
+        shown = subprocess.run(["dvc", "exp", "show", "--json"], cwd=cwd, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise error(where, "cannot run `dvc exp show --json`: dvc is not on PATH",
+                    fix="install DVC (pip install dvc) or activate the environment that has it") from None
+    if shown.returncode != 0:
+        raise error(where, f"`dvc exp show --json` failed in {cwd}: {shown.stderr.strip()[:300]}",
+                    fix="run it inside the repository, after `dvc exp run` or `dvc queue start`")
+    return json.loads(shown.stdout)
+
+
 def sweep_table(cwd: Path, params: list[str], out: Path, metrics: list[str]) -> tuple[str, list[tuple[str, str]]]:
     """Write the sweep CSV to ``out``; return it as a Markdown table, and what was left out and why."""
     for metric in metrics:
@@ -167,15 +186,8 @@ def sweep_table(cwd: Path, params: list[str], out: Path, metrics: list[str]) -> 
             MEASURES.parse(metric)
         except MeasureError as exc:
             raise SweepError("--metric", str(exc), fix="name a metric metrics.json reports, e.g. ndcg@10") from None
-    try:
-        shown = subprocess.run(["dvc", "exp", "show", "--json"], cwd=cwd, capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        raise SweepError("dvc", "is not on PATH; sweep-plot reads the experiments with `dvc exp show --json`",
-                         fix="install DVC (pip install dvc) or activate the environment that has it") from None
-    if shown.returncode != 0:
-        raise SweepError(cwd, f"`dvc exp show --json` failed: {shown.stderr.strip()[:300]}",
-                         fix="run it inside the repository, after `dvc exp run` or `dvc queue start`")
-    sweep = experiment_rows(json.loads(shown.stdout), params, git_run_json(cwd))
+    shown = dvc_exp_show(cwd, SweepError, "dvc")
+    sweep = experiment_rows(shown, params, git_run_json(cwd))
     rows = sweep.rows
     if not rows:
         raise SweepError(cwd, "has no experiments with metrics on this commit",

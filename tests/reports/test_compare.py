@@ -1,8 +1,7 @@
-"""`groundkit compare`: the paired statistics by hand and by enumeration, and the command end to end."""
+"""`groundkit compare` end to end: two runs, several, bad input, a real DVC repository (statistics: test_stats.py)."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import resource
 import shutil
@@ -14,96 +13,9 @@ import numpy as np
 import pytest
 
 from groundkit.cli import main
-from groundkit.reports.compare import BLOCK_VALUES, RESAMPLES, SEED, _sign_flip_null, paired_stats, paired_stats_many
 from tests.bad_inputs import COMPARE_CASES, write_compare_pair
 from tests.conftest import write_tiny_corpus
 from tests.dvc_helpers import REPO, clone_working_tree, env, run
-
-
-def test_identical_runs_have_no_difference():
-    values = np.array([0.0, 1.0, 0.5, 0.25])
-    assert paired_stats(values, values.copy()) == (0.0, 0.0, 1.0)
-
-
-def test_constant_improvement_by_hand():
-    # Ten queries, each up by exactly 0.1. Of the 2**10 sign patterns only "all +" and "all -" reach
-    # |mean| = 0.1, so the exact two-sided p is 2 / 1024; every bootstrap resample has mean 0.1.
-    base = np.zeros(10)
-    low, high, p_value = paired_stats(base, base + 0.1)
-    assert p_value == pytest.approx(2 / 1024)
-    assert low == pytest.approx(0.1) and high == pytest.approx(0.1)
-
-
-def test_randomization_p_equals_full_enumeration():
-    rng = np.random.default_rng(7)
-    base = rng.integers(0, 2, 12).astype(float)
-    cand = rng.integers(0, 2, 12).astype(float)
-    d = cand - base
-    observed = abs(d.mean())
-    signs = np.array(list(itertools.product((1.0, -1.0), repeat=d.size)))
-    # 4096 patterns: fewer than the resample count, so scipy must enumerate them all too.
-    exact = np.mean(np.abs((signs * d).mean(axis=1)) >= observed - 1e-12)
-    assert paired_stats(base, cand)[2] == pytest.approx(exact)
-
-
-def test_bootstrap_interval_agrees_with_the_normal_approximation():
-    rng = np.random.default_rng(3)
-    base = rng.random(400)
-    cand = base + rng.normal(0.05, 0.2, 400)
-    d = cand - base
-    low, high, _ = paired_stats(base, cand)
-    half = 1.96 * d.std(ddof=1) / np.sqrt(d.size)
-    assert low < d.mean() < high
-    assert low == pytest.approx(d.mean() - half, abs=0.2 * half)
-    assert high == pytest.approx(d.mean() + half, abs=0.2 * half)
-
-
-def _scipy_stats(base: np.ndarray, cand: np.ndarray) -> tuple[float, float, float]:
-    """The interval and p-value straight from scipy, as compare computed them before it worked in blocks."""
-    from scipy import stats
-
-    d = cand - base
-    interval = stats.bootstrap((d,), np.mean, n_resamples=RESAMPLES, confidence_level=0.95, method="percentile",
-                               vectorized=True, rng=np.random.default_rng(SEED)).confidence_interval
-    test = stats.permutation_test((cand, base), lambda c, b, axis: np.mean(c - b, axis=axis),
-                                  permutation_type="samples", vectorized=True, n_resamples=RESAMPLES,
-                                  alternative="two-sided", rng=np.random.default_rng(SEED))
-    return float(interval.low), float(interval.high), float(test.pvalue)
-
-
-@pytest.mark.parametrize("queries", [5, 13, 14, 60, 144])
-def test_blocked_statistics_equal_scipy_to_the_last_bit(queries):
-    # Metric-like values: a third of the queries unchanged, hit-rate-like 0/1 moves and graded moves;
-    # 5 and 13 queries take the exact enumeration, 14 and more the random sign flips.
-    rng = np.random.default_rng(queries)
-    base = np.round(rng.random((3, queries)), 6)
-    cand = base.copy()
-    cand[0] = rng.integers(0, 2, queries)
-    base[0] = rng.integers(0, 2, queries)
-    cand[1] = np.where(rng.random(queries) < 0.33, base[1], np.round(rng.random(queries), 6))
-    cand[2] = base[2] + 0.1
-    # A block of 1,000 values forces many blocks (and a short last one), unlike scipy's single batch.
-    blocked = paired_stats_many(base, cand, block_values=1000)
-    for row in range(3):
-        assert blocked[row] == _scipy_stats(base[row], cand[row])
-
-
-def test_sign_flip_means_add_the_queries_in_order():
-    # scipy adds a resample's queries one after another; past numpy's 8,192-element buffer a reduction
-    # over a transposed array adds them in another order, so check a long one against Python's sum,
-    # which adds left to right. A query's sign flips when the low bit of its 32-bit draw is 0.
-    queries = 10_000
-    d = np.round(np.random.default_rng(11).normal(0, 0.3, queries), 6)
-    null = _sign_flip_null(d[None], SEED, 3, BLOCK_VALUES)[0]
-    words = np.random.default_rng(SEED).integers(0, 2**32, (3, queries), dtype=np.uint32)
-    for r in range(3):
-        expected = sum(-float(x) if w & 1 == 0 else float(x) for x, w in zip(d, words[r], strict=True)) / queries
-        assert null[r] == expected
-
-
-def test_fewer_than_two_queries_have_no_interval_and_no_test():
-    assert paired_stats(np.array([0.2]), np.array([0.9])) == (None, None, None)
-    assert paired_stats(np.array([]), np.array([])) == (None, None, None)
 
 
 def test_every_refused_compare_input_is_named_by_its_side_or_option():
@@ -177,6 +89,129 @@ def test_a_column_no_measure_names_is_refused(tmp_path, capsys):
     assert "the metrics are recall@k, mrr, ndcg@k, chars@k, recall@Nchars" in err and "\n  fix: " in err
 
 
+def _json(capsys, *args: str) -> dict:
+    assert main(["compare", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_two_run_report_adds_effect_sizes_counts_and_what_can_be_detected(tmp_path, capsys):
+    baseline, candidate = write_compare_pair(tmp_path)
+    report = _json(capsys, str(baseline), str(candidate), "--metric", "mrr")
+    mrr = {s["metric"]: s for s in report["overall"]}["mrr"]
+    # MRR per answerable query, baseline 1, 0.333333, 0, 0.5, 0.166667, 1 and candidate 0.5, 1, 0.25,
+    # 0.5, 0, 1: deltas -0.5, 0.666667, 0.25, 0, -0.166667, 0. Two up, two the same, two down; mean
+    # 0.25 / 6, squared deviations summing to 0.774306, SD sqrt(0.774306 / 5) = 0.393524, d_z 0.105881.
+    assert (mrr["wins"], mrr["ties"], mrr["losses"]) == (2, 2, 2)
+    assert mrr["effect_size_dz"] == pytest.approx(0.105881, abs=1e-6)
+    # One gated metric: the correction has nothing to correct.
+    assert report["gate"]["correction"] == "holm" and report["gate"]["tests"] == 1
+    assert report["gate"]["p_adjusted"] == {"mrr": mrr["p_value"]}
+    detectable = {(d["metric"], d["category"]): d for d in report["detectable"]}
+    overall = detectable[("mrr", "all")]
+    # Baseline SD 0.421637 (squared deviations from 0.5 sum to 0.888889); the sign-flip test's threshold
+    # with 6 queries is 1.959964 * sqrt(5 / (6 - 1.959964**2)) = 2.982998, so the MDE is
+    # (2.982998 + 0.841621) * sqrt(2) * 0.421637 / sqrt(6) = 0.931036.
+    assert (overall["queries"], overall["baseline"]) == (6, 0.5)
+    assert overall["sd"] == pytest.approx(0.421637, abs=1e-6) and overall["mde"] == pytest.approx(0.931036, abs=1e-6)
+    # Three queries per category: 8 sign patterns, so no p-value can go below 2 / 8.
+    factoid = detectable[("mrr", "factoid")]
+    assert factoid["mde"] is None and "smallest p-value the test can give is 0.25" in factoid["note"]
+
+
+def test_one_query_category_detects_nothing_and_says_so(tmp_path, capsys):
+    baseline, candidate = write_compare_pair(tmp_path)
+    COMPARE_CASES["one query in a category"].damage(baseline, candidate)
+    assert main(["compare", str(baseline), str(candidate)]) == 0
+    out = capsys.readouterr().out
+    assert "| ndcg@10 | boundary | 1 | 1.0000 | n/a | n/a (1 answerable query; a paired test needs at least two) |" \
+        in out
+    assert "With 6 answerable queries these judgments can detect a change of about " in out
+
+
+def test_the_verdict_uses_corrected_p_values(tmp_path, capsys, throwaway_measure):
+    baseline, candidate = write_compare_pair(tmp_path)
+    _add_column(baseline, "hits@3", "1.000000")
+    _add_column(candidate, "hits@3", "2.000000")
+    both = [str(baseline), str(candidate), "--metric", "hits@3,ndcg@10"]
+    # hits@3 rises on all six queries: p = 2 / 64 = 0.03125 alone, significant at 0.05. Tested with
+    # ndcg@10 (p far above 0.05), Holm doubles the smaller p: 0.0625; Benjamini-Hochberg too (x 2 / 1).
+    alone = _json(capsys, *both, "--correction", "none")
+    hits = {s["metric"]: s for s in alone["overall"]}["hits@3"]
+    ndcg = {s["metric"]: s for s in alone["overall"]}["ndcg@10"]
+    assert hits["p_value"] == pytest.approx(2 / 64) and ndcg["p_value"] > 0.0625
+    assert alone["verdict"] == "better" and alone["gate"]["p_adjusted"]["hits@3"] == pytest.approx(2 / 64)
+    for correction in ("holm", "bh"):
+        report = _json(capsys, *both, "--correction", correction)
+        assert report["gate"]["p_adjusted"]["hits@3"] == pytest.approx(0.0625), correction
+        assert report["verdict"] == "no significant change", correction
+    assert main(["compare", *both]) == 0
+    out = capsys.readouterr().out
+    assert "**Verdict: no significant change** at alpha = 0.05 on hits@3, ndcg@10, Holm-corrected over 2 tests " \
+           "(ndcg@10 +0.0342, p = 0.7500, corrected p = 0.7500; hits@3 +1.0000, p = 0.0312, corrected p = 0.0625)." \
+           in out
+    # The gate follows: a drop on every query fails CI uncorrected, not once corrected.
+    reversed_sides = [str(candidate), str(baseline), "--metric", "hits@3,ndcg@10", "--fail-on-regression"]
+    assert main(["compare", *reversed_sides, "--correction", "none"]) == 4
+    assert "regression: hits@3 dropped significantly (corrected p < 0.05)" in capsys.readouterr().err
+    assert main(["compare", *reversed_sides]) == 0
+
+
+def test_several_candidates_in_one_table(tmp_path, capsys):
+    from statsmodels.stats.multitest import multipletests
+
+    baseline, candidate = write_compare_pair(tmp_path)
+    same = shutil.copytree(baseline, tmp_path / "same")  # a candidate that changes nothing
+    pair = _json(capsys, str(baseline), str(candidate))
+    report = _json(capsys, str(baseline), str(candidate), str(same), "--metric", "ndcg@10,mrr")
+    assert [c["candidate"] for c in report["candidates"]] == [str(candidate), str(same)]
+    moved, unmoved = ({s["metric"]: s for s in c["overall"]} for c in report["candidates"])
+    # The candidates share the resampling's draws: each row is what the two-run compare shows.
+    two_run = {s["metric"]: s for s in pair["overall"]}
+    for metric in ("ndcg@10", "mrr"):
+        assert {k: v for k, v in moved[metric].items() if k != "p_adjusted"} == two_run[metric]
+        assert (unmoved[metric]["delta"], unmoved[metric]["p_value"]) == (0.0, 1.0)
+        assert (unmoved[metric]["wins"], unmoved[metric]["ties"], unmoved[metric]["losses"]) == (0, 6, 0)
+        assert unmoved[metric]["effect_size_dz"] is None
+    raw = [moved["ndcg@10"]["p_value"], moved["mrr"]["p_value"], 1.0, 1.0]
+    expected = multipletests(raw, method="holm")[1]
+    adjusted = [moved["ndcg@10"]["p_adjusted"], moved["mrr"]["p_adjusted"], unmoved["ndcg@10"]["p_adjusted"],
+                unmoved["mrr"]["p_adjusted"]]
+    assert adjusted == pytest.approx(list(expected))
+    assert report["gate"] == {"metrics": ["ndcg@10", "mrr"], "alpha": 0.05, "max_drop": 0.0, "correction": "holm",
+                              "tests": 4}
+    assert [c["verdict"] for c in report["candidates"]] == ["no significant change"] * 2
+    gated_pair = _json(capsys, str(baseline), str(candidate), "--metric", "ndcg@10,mrr")
+    key = lambda d: (d["metric"], d["category"])  # noqa: E731
+    assert sorted(report["detectable"], key=key) == sorted(gated_pair["detectable"], key=key)
+    assert main(["compare", str(baseline), str(candidate), str(same)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"## groundkit compare: `{baseline}` against 2 candidates\n")
+    assert "Holm-corrected over 2 tests (2 candidates x 1 metric)" in out
+    assert "Left out of" not in out
+    from groundkit.reports.compare import read_side
+    from groundkit.reports.compare_many import compare_many, render_markdown_many
+
+    sides = [read_side(str(p), cwd=tmp_path) for p in (baseline, candidate, same)]
+    shown = render_markdown_many(compare_many(sides[0], sides[1:], gate=["ndcg@10"],
+                                              left_out=[("pending", "queued, not run yet")]))
+    assert shown == out.replace("\n**Verdict", "\nLeft out of `--experiments`: pending: queued, not run yet.\n\n"
+                                "**Verdict")
+    assert f"| {same} | (none) | ndcg@10 | 0.5812 | 0.5812 | +0.0000 | [+0.0000, +0.0000] | 1.0000 | 1.0000 | n/a " \
+           "| 0/6/0 |" in out
+
+
+@pytest.mark.parametrize(("args", "where", "what"), [
+    ([], "candidate", "is missing: compare needs a baseline and at least one candidate"),
+    (["{candidate}", "{candidate}"], "candidate", "is given twice as a candidate"),
+])
+def test_refused_candidate_lists(tmp_path, capsys, args, where, what):
+    baseline, candidate = write_compare_pair(tmp_path)
+    assert main(["compare", str(baseline), *(a.format(candidate=candidate) for a in args)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: ") and err.count("error: ") == 1 and "\n  fix: " in err
+    assert where in err.splitlines()[0] and what in err
+
+
 @pytest.fixture
 def tiny_runs(tmp_path) -> dict[str, Path]:
     """`groundkit run` over the tiny corpus and over the same corpus with one more document."""
@@ -220,7 +255,7 @@ def _limit_address_space() -> None:
 
 def test_100k_queries_fit_in_one_gib_of_address_space(tmp_path):
     # One scipy call over all queries at once needs a 10,000 x 100,000 array of int64 indices (7.45 GiB);
-    # the blocked statistics stay near 400 MiB of address space, interpreter, numpy and scipy included.
+    # the blocked statistics stay under this 1 GiB cap, interpreter, numpy, scipy and both threads included.
     # Baseline MRR 0.5 everywhere; the candidate finds the answer first for every fourth query:
     # 25,000 differences of +0.5, so the mean rises by exactly 0.125, no sign flip of them comes near
     # (p = 2 / 10,001), and the 95% interval is 0.125 +- 1.96 * 0.5 * sqrt(0.25 * 0.75 / 100,000).
@@ -251,10 +286,11 @@ def groundkit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def experiments(tmp_path_factory) -> Path:
-    """A clone with the committed baseline at HEAD and a DVC experiment with small chunks."""
+    """A clone with the committed baseline at HEAD and two DVC experiments: small and large chunks."""
     repo = clone_working_tree(tmp_path_factory.mktemp("compare") / "repo")
-    run(["dvc", "exp", "run", "-S", "chunk.size=200", "-n", "small-chunks"], repo)
-    run(["git", "checkout", "--", "."], repo)
+    for size, name in ((200, "small-chunks"), (1200, "large-chunks")):
+        run(["dvc", "exp", "run", "-S", f"chunk.size={size}", "-n", name], repo)
+        run(["git", "checkout", "--", "."], repo)  # the next experiment starts from the commit
     return repo
 
 
@@ -302,3 +338,38 @@ def test_compare_refuses_different_judgments(experiments, tmp_path):
     assert "different judgments" in refused.stderr and "fix:" in refused.stderr
     unknown = groundkit("compare", "HEAD", "no-such-thing", cwd=experiments)
     assert unknown.returncode == 1 and "neither a directory, a git revision nor a DVC experiment" in unknown.stderr
+
+
+def test_compare_every_experiment_of_the_commit(experiments):
+    result = groundkit("compare", "HEAD", "--experiments", "--json", cwd=experiments)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    # Sorted by the parameter they change: chunk.size 200, then 1200.
+    assert [c["candidate"] for c in report["candidates"]] == ["small-chunks", "large-chunks"]
+    assert [c["params_changed"] for c in report["candidates"]] == [{"chunk.size": [800, 200]},
+                                                                    {"chunk.size": [800, 1200]}]
+    rows = [c["overall"][0] for c in report["candidates"]]
+    for name, row in zip(("small-chunks", "large-chunks"), rows, strict=True):
+        alone = json.loads(groundkit("compare", "HEAD", name, "--json", cwd=experiments).stdout)
+        assert {k: v for k, v in row.items() if k != "p_adjusted"} == \
+            {s["metric"]: s for s in alone["overall"]}["ndcg@10"]
+    # Holm over two tests, by hand: the smaller p doubled, the larger one at least that.
+    low, high = sorted(r["p_value"] for r in rows)
+    assert sorted(r["p_adjusted"] for r in rows) == pytest.approx([2 * low, max(2 * low, high)])
+    assert [c["verdict"] for c in report["candidates"]] == ["worse", "better"]
+    assert report["verdict"] == "worse" and report["left_out"] == []
+
+    shown = groundkit("compare", "HEAD", "--experiments", "--fail-on-regression", cwd=experiments)
+    assert shown.returncode == 4 and "regression: ndcg@10 (small-chunks) dropped significantly" in shown.stderr
+    assert shown.stdout.startswith("## groundkit compare: `HEAD` against 2 candidates\n")
+    assert "their p-values are Holm-corrected over 2 tests (2 candidates x 1 metric)" in shown.stdout
+    assert "| ndcg@10 | all | 144 | " in shown.stdout
+    assert "With 144 answerable queries these judgments can detect a change of about " in shown.stdout
+
+
+def test_experiments_leave_out_the_baseline(experiments):
+    # small-chunks is the baseline here, so one experiment is left: the two-run report.
+    result = groundkit("compare", "small-chunks", "--experiments", cwd=experiments)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("## groundkit compare: `small-chunks` → `large-chunks`\n")
+    assert "left out of --experiments: small-chunks: is the baseline" in result.stderr

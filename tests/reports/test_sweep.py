@@ -79,6 +79,8 @@ def test_rows_are_one_per_comparable_experiment_sorted_by_the_parameter():
         ("unscored", "no metrics/run.json in its commit"),
         ("big-again", "the same commit as big"),
     ]
+    # What `groundkit compare --experiments` reads: the kept experiments, not the commit, in DVC's order.
+    assert sweep.experiments == [("big", "b" * 40), ("small", "c" * 40)]
 
 
 def test_a_commit_without_run_json_cannot_anchor_a_sweep():
@@ -150,3 +152,12 @@ def test_sweep_plot_keeps_comparable_experiments_once_and_says_what_it_left_out(
     hashes = json.loads((sweep_repo / "metrics" / "run.json").read_text(encoding="utf-8"))
     assert f"the baseline's {hashes['judgments_hash'][:12]})" in left_out["fewer"]
     assert f"the baseline's {hashes['corpus_hash'][:12]})" in left_out["grown"]
+
+
+def test_compare_experiments_reads_the_same_experiments_and_says_what_it_left_out(sweep_repo):
+    # One comparable experiment (small) is left: the two-run report, and stderr lists the others.
+    result = run(["groundkit", "compare", "main", "--experiments", "--metric", "ndcg@10"], sweep_repo)
+    assert result.stdout.startswith("## groundkit compare: `main` → `small`\n")
+    left_out = [line.removeprefix("left out of --experiments: ") for line in result.stderr.splitlines()]
+    assert sorted(name.split(": ")[0] for name in left_out) == ["fewer", "grown", "pending", "rerun"]
+    assert "rerun: repeats main (same params.yaml and metrics)" in left_out

@@ -1,0 +1,264 @@
+"""One baseline against several candidates: the gated metrics in one table, corrected for the number of tests.
+
+A sweep makes many runs, and each comparison of a candidate with the baseline on each gated metric
+is one more test: at alpha = 0.05, eight candidates on two metrics give sixteen chances of a false
+alarm. So the p-values of every candidate x gated metric are corrected together (Holm by default,
+Benjamini-Hochberg or none on request), and each candidate's verdict and ``--fail-on-regression``
+use the corrected ones. The candidates share the resampling's random draws, so each row is what a
+two-run compare of that candidate would show.
+
+The candidates are named on the command line, or are the experiments of the current commit
+(``--experiments``): those ``dvc exp show --json`` lists, less the ones groundkit/reports/sweep.py
+leaves out of a sweep (queued, running or failed, scored on other judgments or another corpus, or
+repeating the commit); each is read from its committed ``metrics/`` like any revision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from groundkit.errors import CompareError
+from groundkit.reports.compare import (
+    EFFECT_LEGEND,
+    METHOD,
+    RESAMPLES,
+    SEED,
+    Detectable,
+    Side,
+    Stat,
+    answerable_ids,
+    check_alpha,
+    check_comparable,
+    check_correction,
+    check_max_drop,
+    correction_text,
+    counts_text,
+    decide,
+    detectable,
+    detectable_lines,
+    effect_text,
+    interval_cells,
+    metric_matrix,
+    number_text,
+    paired_metrics,
+    paired_rows,
+    params_changed,
+    read_side,
+    resolve_revision,
+    rows_of,
+    short_hash,
+    signed_text,
+)
+from groundkit.reports.stats import adjust_p_values
+from groundkit.reports.sweep import dvc_exp_show, experiment_rows, git_run_json
+
+
+@dataclass
+class CandidateResult:
+    """One candidate against the baseline on the gated metrics."""
+
+    side: Side
+    params_changed: dict[str, list[Any]]
+    corpus_change: dict[str, str] | None
+    overall: list[Stat]
+    by_category: dict[str, list[Stat]]
+    p_adjusted: dict[str, float | None] = field(default_factory=dict)
+    verdict: str = ""
+    regressions: list[str] = field(default_factory=list)
+    untested: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ManyComparison:
+    baseline: Side
+    candidates: list[CandidateResult]
+    gate: list[str]
+    alpha: float
+    max_drop: float
+    correction: str
+    tests: int
+    detectable: list[Detectable]
+    queries: int
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+    verdict: str = ""
+
+
+def compare_many(
+    baseline: Side, candidates: list[Side], *, gate: list[str], alpha: float = 0.05, max_drop: float = 0.0,
+    allow_corpus_change: bool = False, correction: str = "holm", left_out: list[tuple[str, str]] | None = None,
+) -> ManyComparison:
+    """Pair each candidate with the baseline on the gated metrics, and correct their p-values together."""
+    check_alpha(alpha)
+    check_max_drop(max_drop)
+    check_correction(correction)
+    changes = [check_comparable(baseline, c, allow_corpus_change) for c in candidates]
+    for candidate in candidates:
+        paired_metrics(baseline, candidate, gate)
+    ids = answerable_ids(baseline)
+    before_rows = rows_of(baseline, ids)
+    after_rows = [rows_of(c, ids) for c in candidates]
+    before = metric_matrix(baseline, before_rows, gate)
+    overall = paired_rows(gate, before, [metric_matrix(c, r, gate) for c, r in zip(candidates, after_rows,
+                                                                                    strict=True)])
+    categories = [baseline.categories[i] for i in before_rows]
+    by_category: list[dict[str, list[Stat]]] = [{} for _ in candidates]
+    for category in sorted(set(categories)):
+        mask = np.array([c == category for c in categories], dtype=bool)
+        rows = paired_rows(gate, metric_matrix(baseline, before_rows[mask], gate),
+                           [metric_matrix(c, r[mask], gate) for c, r in zip(candidates, after_rows, strict=True)])
+        for k, stats in enumerate(rows):
+            by_category[k][category] = stats
+    adjusted = adjust_p_values([s.p_value for stats in overall for s in stats], correction)
+    results = []
+    for k, candidate in enumerate(candidates):
+        mine = adjusted[k * len(gate):(k + 1) * len(gate)]
+        result = CandidateResult(candidate, params_changed(baseline, candidate), changes[k], overall[k],
+                                 by_category[k], p_adjusted=dict(zip(gate, mine, strict=True)))
+        result.verdict, result.regressions, result.untested = decide(overall[k], mine, alpha, max_drop)
+        results.append(result)
+    verdicts = {r.verdict for r in results}
+    verdict = next((v for v in ("worse", "better") if v in verdicts), None) or \
+        ("untested" if verdicts == {"untested"} else "no significant change")
+    return ManyComparison(baseline=baseline, candidates=results, gate=gate, alpha=alpha, max_drop=max_drop,
+                          correction=correction, tests=sum(1 for p in adjusted if p is not None),
+                          detectable=detectable(baseline, before_rows, gate, alpha), queries=len(ids),
+                          left_out=list(left_out or []), verdict=verdict)
+
+
+# --- the experiments of the current commit -----------------------------------------------------
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    if isinstance(value, bool) or value is None:
+        return (2, str(value))
+    if isinstance(value, int | float):
+        return (0, value)
+    return (1, str(value))
+
+
+def experiment_sides(cwd: Path, baseline: Side, baseline_spec: str, *,
+                     metrics_dir: str = "metrics") -> tuple[list[Side], list[tuple[str, str]]]:
+    """The comparable experiments of the current commit, sorted by the parameters they change.
+
+    Returns the sides and what was left out as ``(name, reason)``. An experiment that is the
+    baseline itself is left out too.
+    """
+    sweep = experiment_rows(dvc_exp_show(cwd, CompareError, "--experiments"), [], git_run_json(cwd))
+    left_out = list(sweep.left_out)
+    base_rev = None if Path(baseline_spec).is_dir() else resolve_revision(baseline_spec, cwd)
+    sides = []
+    for name, rev in sweep.experiments:
+        if rev == base_rev:
+            left_out.append((name, "is the baseline"))
+            continue
+        sides.append(read_side(rev, cwd=cwd, metrics_dir=metrics_dir, label=name))
+    changed = [params_changed(baseline, side) for side in sides]
+    keys = sorted({key for change in changed for key in change})
+    order = sorted(range(len(sides)), key=lambda i: ([_sort_key(changed[i].get(k, [None, None])[1]) for k in keys],
+                                                     sides[i].label))
+    return [sides[i] for i in order], left_out
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+def _changes(result: CandidateResult) -> str:
+    if not result.params_changed:
+        return "(none)"
+    return ", ".join(f"{k}={'(not set)' if v[1] is None else v[1]}" for k, v in result.params_changed.items())
+
+
+def _adjusted(p: float | None) -> str:
+    return "n/a" if p is None else f"{p:.4f}"
+
+
+def render_markdown_many(result: ManyComparison) -> str:
+    """The N-way report as Markdown: one row per candidate and gated metric, then categories and power."""
+    b = result.baseline
+    corrected = correction_text(result.correction, result.tests)
+    mark = "p" if result.correction == "none" else "corrected p"
+    lines = [
+        f"## groundkit compare: `{b.label}` against {len(result.candidates)} candidates",
+        "",
+        f"Paired over {result.queries} answerable queries (same judgments, hash "
+        f"`{short_hash(b.metadata['judgments_hash'])}`). 95% CI: paired bootstrap; p: paired randomization test; "
+        f"{RESAMPLES:,} resamples each, seed {SEED}. Gated metrics: {', '.join(result.gate)}; their p-values are "
+        f"{corrected} ({len(result.candidates)} candidates x {len(result.gate)} "
+        f"{'metric' if len(result.gate) == 1 else 'metrics'}), and `*` marks {mark} < {result.alpha}.",
+        EFFECT_LEGEND,
+        "",
+    ]
+    baseline_values = {k: v[0] for r in result.candidates for k, v in r.params_changed.items()}
+    if baseline_values:
+        shown = ", ".join(f"{k}={'(not set)' if v is None else v}" for k, v in sorted(baseline_values.items()))
+        lines += [f"Baseline parameters that candidates change: {shown}.", ""]
+    changed_corpus = [r.side.label for r in result.candidates if r.corpus_change]
+    if changed_corpus:
+        lines += [f"**Corpus changed** (`--allow-corpus-change`) for {', '.join(changed_corpus)}: the same "
+                  "judgments were scored over other documents.", ""]
+    lines += ["| candidate | changes | metric | baseline | candidate | delta | 95% CI | p | corrected p | d_z "
+              "| W/T/L |", "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
+    for r in result.candidates:
+        for s in r.overall:
+            m = s.metric
+            p = r.p_adjusted[m]
+            star = " *" if p is not None and p < result.alpha else ""
+            interval, raw = interval_cells(s)
+            lines.append(f"| {r.side.label} | {_changes(r)} | {m} | {number_text(s.baseline, m)} | "
+                         f"{number_text(s.candidate, m)} | {signed_text(s.delta, m)}{star} | {interval} | {raw} | "
+                         f"{_adjusted(p)} | {effect_text(s)} | {counts_text(s)} |")
+    lines += ["", "### Per category", "",
+              "The p-values here are each for one test, uncorrected: they point at where a change comes from, "
+              "they do not decide.", "",
+              "| candidate | category | n | metric | delta | 95% CI | p | d_z | W/T/L |",
+              "| --- | --- | ---: | --- | ---: | --- | ---: | ---: | ---: |"]
+    for r in result.candidates:
+        for category, stats in r.by_category.items():
+            for s in stats:
+                interval, raw = interval_cells(s)
+                lines.append(f"| {r.side.label} | {category} | {s.queries} | {s.metric} | "
+                             f"{signed_text(s.delta, s.metric)} | {interval} | {raw} | {effect_text(s)} | "
+                             f"{counts_text(s)} |")
+    lines.append("")
+    lines += detectable_lines(result.detectable, result.alpha)
+    if result.left_out:
+        lines += ["Left out of `--experiments`: " + "; ".join(f"{name}: {why}" for name, why in result.left_out)
+                  + ".", ""]
+    groups: dict[str, list[str]] = {}
+    for r in result.candidates:
+        groups.setdefault(r.verdict, []).append(r.side.label)
+    shown_groups = "; ".join(f"{verdict}: {', '.join(names)}" for verdict, names in groups.items())
+    lines.append(f"**Verdict: {result.verdict}** at alpha = {result.alpha} on {', '.join(result.gate)}, "
+                 f"{corrected} ({shown_groups}).")
+    regressed = [f"{r.side.label} ({', '.join(r.regressions)})" for r in result.candidates if r.regressions]
+    if regressed:
+        lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {'; '.join(regressed)}.")
+    return "\n".join(lines) + "\n"
+
+
+def to_json_many(result: ManyComparison) -> dict[str, Any]:
+    """The N-way report as plain data for machines."""
+    return {
+        "baseline": result.baseline.label,
+        "judgments_hash": result.baseline.metadata["judgments_hash"],
+        "method": METHOD,
+        "gate": {"metrics": result.gate, "alpha": result.alpha, "max_drop": result.max_drop,
+                 "correction": result.correction, "tests": result.tests},
+        "candidates": [{
+            "candidate": r.side.label,
+            "params_changed": r.params_changed,
+            "corpus_change": r.corpus_change,
+            "overall": [{**s.as_dict(), "p_adjusted": r.p_adjusted[s.metric]} for s in r.overall],
+            "by_category": {c: [s.as_dict() for s in stats] for c, stats in r.by_category.items()},
+            "verdict": r.verdict,
+            "regressions": r.regressions,
+            "untested": r.untested,
+        } for r in result.candidates],
+        "detectable": [d.as_dict() for d in result.detectable],
+        "left_out": [{"experiment": name, "reason": why} for name, why in result.left_out],
+        "verdict": result.verdict,
+    }

@@ -126,14 +126,15 @@ class Judgment(StrictRecord):
         return self
 
     def to_json(self) -> str:
-        """Canonical one-line JSON (sorted keys), in the form judgments.jsonl is written.
+        """Canonical one-line JSON, the form ``groundkit judgments fmt`` writes: keys in field order
+        (query_id, query, category, gold; a gold span's document first), as people read and write them.
 
-        A gold span's unset field (``quote`` of a whole-document span,
+        A gold span's field left at its default (``quote`` of a whole-document span,
         ``whole_document`` of a quote) is left out, as a person would write it.
         """
         record = self.model_dump(mode="json")
         record["gold"] = [g.model_dump(mode="json", exclude_defaults=True) for g in self.gold]
-        return json.dumps(record, sort_keys=True, ensure_ascii=False)
+        return json.dumps(record, ensure_ascii=False)
 
 
 _JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
@@ -176,8 +177,11 @@ def _fix_for(key: str) -> str:
     return "fields are query_id, query, category and gold; see evals/README.md"
 
 
-def load_judgments(path: str | Path) -> list[Judgment]:
+def load_judgments(path: str | Path, *, ordered: bool = True) -> list[Judgment]:
     """Load and validate a judgments file.
+
+    Args:
+        ordered: Require ascending ids (always, except for ``groundkit judgments fmt``, which sorts).
 
     Raises:
         JudgmentsError: naming the line of the first problem.
@@ -199,7 +203,7 @@ def load_judgments(path: str | Path) -> list[Judgment]:
                 fix="give every judgment its own query_id",
                 line=number,
             )
-        if judgments and judgment.query_id < judgments[-1].query_id:
+        if ordered and judgments and judgment.query_id < judgments[-1].query_id:
             raise JudgmentsError(
                 path,
                 f"query_id {judgment.query_id!r} comes after {judgments[-1].query_id!r} "

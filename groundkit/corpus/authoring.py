@@ -54,7 +54,9 @@ MAX_SENTENCE = 300
 """The longest sentence ``add`` proposes whole, in characters; a longer one is not a quote but a paragraph."""
 
 _WORD = re.compile(r"\S+")
-_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n\s*\n")
+# A sentence ends at a full stop (or ! ?) before whitespace, at a blank line, or before a line that starts a
+# Markdown heading, quote or list item; a line break inside a hard-wrapped paragraph does not end one.
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n\s*\n|\n(?=[ \t]*(?:[#>*+-]|\d+[.)])\s)")
 
 
 def canonical_text(judgments: Sequence[Judgment]) -> str:
@@ -171,7 +173,7 @@ def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
     left = 0
     for match in _SENTENCE_END.finditer(text, 0, start):
         left = match.end()
-    stop = _SENTENCE_END.search(text, end)
+    stop = _SENTENCE_END.search(text, max(start, end - 1))
     right = stop.end() if stop is not None and stop.group().strip() else (stop.start() if stop else len(text))
     while left < right and text[left].isspace():
         left += 1

@@ -163,16 +163,24 @@ def pool(runs: Sequence[RankedRun], judgments: Sequence[ResolvedJudgment], depth
             found.values(), key=lambda c: (c.best_rank, -len(c.ranks), c.passage.document, c.passage.start))
     reviewed = {key for key, mark in kept.items() if mark.reviewed}
     for run in runs:
-        shares = []
-        for judgment in judgments:
-            top = run.rankings.get(judgment.query_id, ())[:depth]
-            if not top:
-                continue
+        shares = judged_at(run, judgments, depth, reviewed)
+        judged[run.name] = {f"judged@{depth}": sum(shares.values()) / len(shares) if shares else 0.0,
+                            "queries": len(shares)}
+    return Pool(depth, judgments, candidates, judged, kept, stale)
+
+
+def judged_at(run: RankedRun, judgments: Sequence[ResolvedJudgment], depth: int,
+              reviewed: set[Key] | frozenset[Key] = frozenset()) -> dict[str, float]:
+    """judged@depth of each query ``run`` retrieved anything for: the share of its top ``depth`` passages (all
+    of them, if fewer) that overlap a gold span or are marked reviewed (ir_measures' ``Judged@k``)."""
+    shares: dict[str, float] = {}
+    for judgment in judgments:
+        top = run.rankings.get(judgment.query_id, ())[:depth]
+        if top:
             seen = sum(1 for p in top if _overlaps_gold(p, judgment)
                        or (judgment.query_id, p.document, p.start, p.end) in reviewed)
-            shares.append(seen / len(top))
-        judged[run.name] = {f"judged@{depth}": sum(shares) / len(shares) if shares else 0.0, "queries": len(shares)}
-    return Pool(depth, judgments, candidates, judged, kept, stale)
+            shares[judgment.query_id] = seen / len(top)
+    return shares
 
 
 def read_marks(path: Path) -> dict[Key, Mark]:

@@ -309,10 +309,13 @@ CASES: dict[str, Case] = {
     "params: not YAML": Case(_params_text("chunk: [size: 800\n"), "params.yaml", "YAML", dvc_reports_it=True),
     # DVC's own YAML reader stops at a duplicate key too ("found duplicate key"), naming params.yaml and the line.
     "params: duplicate key": Case(_params_duplicate_key, "params.yaml", "duplicate key", dvc_reports_it=True),
-    # the audit's hard rule
+    # the audit's hard rule, whatever the gate
     "audit: no_answer query shares corpus tokens": Case(
         _edit_record(3, lambda r: r.update(query="snapshot sourdough")), "judgments.jsonl:4",
         "shares tokens with the corpus"),
+    # the gate, once a team sets it: two of the tiny corpus's three answerable judgments are trivial
+    "audit: trivial share above the gate": Case(
+        _param("audit.max_trivial_share", 0.5), "judgments.jsonl", "above the gate audit.max_trivial_share = 0.5"),
 }
 
 

@@ -214,10 +214,10 @@ def propose(document: Document, search: str, *, limit: int = 5) -> list[Proposal
     proposals: list[Proposal] = []
     text = document.text
     for start, end in hits[:limit]:
-        # Whole words: a search string may begin or end inside one.
-        while start > 0 and not text[start - 1].isspace():
+        # Whole words: a search string may begin or end inside one (punctuation beside it stays out).
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
             start -= 1
-        while end < len(text) and not text[end].isspace():
+        while end < len(text) and (text[end].isalnum() or text[end] == "_"):
             end += 1
         shortest = unique_around(document, start, end)
         left, right = _sentence(document.text, start, end)

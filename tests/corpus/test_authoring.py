@@ -124,7 +124,7 @@ def test_proposals_are_whole_words_that_occur_once():
         "Restores read the newest full backup first."]
     # Case and line breaks may differ from the document; the quote is the document's own text.
     assert [p.quote for p in propose(document, "sunday\nNIGHT")] == [
-        "Sunday night.", "A full backup runs weekly on Sunday night."]
+        "Sunday night", "A full backup runs weekly on Sunday night."]
     # A search string cut inside words proposes the whole words.
     assert propose(document, "ckups ru")[0].quote == "backups run"
     assert unique_around(document, 0, 7).quote == "Backups"  # already unique: kept as it is

@@ -258,6 +258,11 @@ def _cmd_pool(args: argparse.Namespace) -> int:
     runs = []
     documents = frozenset(d.document_id for d in corpus.values()) if args.corpus else None
     for path in paths:
+        if not path.exists():
+            raise RunFileError(path, "does not exist", fix="name a folder groundkit wrote or an external run file")
+        if path.is_dir() and not pooling.is_run_folder(path):
+            raise RunFileError(path, "is a folder without run.trec, not one that `groundkit run` (or dvc repro, in "
+                               "build/) wrote", fix="name the run's --out folder, or a DVC workspace's build/")
         if pooling.is_run_folder(path):
             folder = pooling.read_folder(path)
             run, documents = folder.run, documents or folder.document_ids
@@ -273,8 +278,7 @@ def _cmd_pool(args: argparse.Namespace) -> int:
                                    "the runs were scored on different judgments",
                                    fix="pass --corpus and --judgments to pool every run against the same labels")
         elif judgments is None or not args.judgments:
-            raise RunFileError(path, "is not a folder groundkit wrote (no run.trec in it), so it is read as an "
-                               "external run (JSONL), which needs the corpus and the judgments",
+            raise RunFileError(path, "is read as an external run (JSONL), which needs the corpus and the judgments",
                                fix="pass --corpus and --judgments, or name a `groundkit run` folder")
         else:
             run = pooling.read_external(path, corpus, [j.query_id for j in judgments])

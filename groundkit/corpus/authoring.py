@@ -93,10 +93,15 @@ def check_formatted(path: str | Path, judgments: Sequence[Judgment]) -> None:
     if text == expected:
         return
     have, want = text.split("\n"), expected.split("\n")
-    number = next((i for i, (a, b) in enumerate(zip(have, want, strict=False)) if a != b), min(len(have), len(want)))
-    line = have[number] if number < len(have) else ""
-    problem = ("is a blank line" if not line.strip() else "is not in canonical form (keys in the order query_id, "
-               "query, category, gold; one space after ':' and ','; characters unescaped)")
+    number = next((i for i, (a, b) in enumerate(zip(have, want, strict=False)) if a != b), None)
+    if number is None:  # one is the other plus a line: the final line break is missing, or there is a blank line
+        number = min(len(have), len(want)) - 1
+        problem = "has no line break at its end" if len(have) < len(want) else "is followed by blank lines"
+    elif not have[number].strip():
+        problem = "is a blank line"
+    else:
+        problem = ("is not in canonical form (keys in the order query_id, query, category, gold; one space after "
+                   "':' and ','; characters unescaped)")
     raise JudgmentsError(path, f"line {problem}", line=number + 1,
                          fix=f"run `groundkit judgments fmt --judgments {path}` (it rewrites the file in place)")
 

@@ -104,6 +104,8 @@ def test_check_passes_a_good_file_and_names_the_line_of_each_kind_of_problem(wor
         (lines_of(RECORDS).replace("Sunday", "Monday"), 1, "quote not found"),
         (lines_of(RECORDS).replace('"query": ', '"query":  ', 1), 1, "not in canonical form"),
         (lines_of(RECORDS[:1]) + "\n" + lines_of(RECORDS[1:]), 2, "is a blank line"),
+        (lines_of(RECORDS).rstrip("\n"), 3, "has no line break at its end"),
+        (lines_of(RECORDS) + "\n", 4, "is followed by blank lines"),
     ]
     for text, line, message in cases:
         judgments.write_text(text, encoding="utf-8")

@@ -172,8 +172,11 @@ def test_pool_reads_an_external_run_against_the_current_judgments(runs, capsys):
     assert json.loads((runs / "mixed" / "judged.json").read_text())["runs"]["other"] == {
         "judged@3": 0.5, "queries": 1}
 
-    assert main(command(runs, "nope", "small", "other.jsonl")) == 1
-    assert "needs the corpus and the judgments" in capsys.readouterr().err
+    for name, message in (("other.jsonl", "is read as an external run (JSONL), which needs the corpus"),
+                          ("corpus", "is a folder without run.trec"), ("missing", "missing: does not exist")):
+        assert main(command(runs, "nope", "small", name)) == 1
+        assert message in capsys.readouterr().err
+    assert not (runs / "nope").exists()
 
 
 def test_pool_refuses_runs_of_another_corpus(runs, tmp_path, capsys):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 from groundkit._models import Record
@@ -112,7 +112,11 @@ def audit(
     tokenize_index = make_tokenizer(tokenizer)
     tokenize_content = make_content_tokenizer(tokenizer)
     postings = _postings(documents, tokenize_index)
-    content_postings = _postings(documents, tokenize_content)
+    if tokenizer is None or tokenizer.stemmer == "none":
+        # Without a stemmer a content word is an index token that is not a function word: no second pass.
+        content_postings = {t: docs for t, docs in postings.items() if tokenize_content(t)}
+    else:
+        content_postings = _postings(documents, tokenize_content)
     content_words = set(content_postings)
 
     rows: list[JudgmentAudit] = []
@@ -164,12 +168,14 @@ def normalise(text: str) -> str:
     return _SPACE.sub(" ", text).lower()
 
 
-def duplicated_quotes(documents: Sequence[Document], judgments: Iterable[Judgment]) -> list[DuplicatedQuote]:
+def duplicated_quotes(documents: Sequence[Document], judgments: Sequence[Judgment]) -> list[DuplicatedQuote]:
     """Every gold quote that also occurs in another document, verbatim or normalised (see :func:`normalise`).
 
     A document is searched only if it holds every inner word of the quote (the first and last may be cut
     mid-word), so a quote is compared with the few documents that could hold it, not with all of them.
     """
+    if not any(gold.quote is not None for judgment in judgments for gold in judgment.gold):
+        return []  # document-level judgments (BEIR): nothing to look for, so no index to build
     words = _postings(documents, tokenize)
     texts = {d.path: d.text for d in documents}
     normalised: dict[str, str] = {}

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +61,18 @@ _WORD = re.compile(r"\S+")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n\s*\n|\n(?=[ \t]*(?:[#>*+-]|\d+[.)])\s)")
 
 
+def rewrite(path: Path, text: str) -> None:
+    """Replace the judgments file ``path`` by ``text`` atomically, keeping its permissions.
+
+    A symbolic link is followed, so the file it points at is rewritten and the link stays a link.
+    """
+    target = path.resolve() if path.is_symlink() else path
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
+    atomic_write_text(target, text)
+    if mode is not None:
+        os.chmod(target, mode)
+
+
 def canonical_text(judgments: Sequence[Judgment]) -> str:
     """The canonical file: one :meth:`Judgment.to_json` line per judgment, sorted by ``query_id``."""
     return "".join(j.to_json() + "\n" for j in sorted(judgments, key=lambda j: j.query_id))
@@ -81,7 +95,7 @@ def fmt(path: str | Path) -> tuple[int, bool]:
     text = canonical_text(judgments)
     if path.read_bytes() == text.encode("utf-8"):
         return len(judgments), False
-    atomic_write_text(path, text)
+    rewrite(path, text)
     return len(judgments), True
 
 
@@ -299,7 +313,7 @@ def insert(path: Path, judgments: Sequence[Judgment], new: Judgment) -> int:
     later = [j.line for j in judgments if j.query_id > new.query_id]
     index = min(later) - 1 if later else len(lines)
     lines.insert(index, new.to_json())
-    atomic_write_text(path, "\n".join(lines) + "\n")
+    rewrite(path, "\n".join(lines) + "\n")
     return index + 1
 
 
@@ -479,5 +493,5 @@ def apply_repairs(path: str | Path, judgments: Sequence[Judgment], accepted: Seq
             continue
         gold = [g.model_copy(update={"quote": new[i]}) if i in new else g for i, g in enumerate(judgment.gold)]
         lines[judgment.line - 1] = judgment.model_copy(update={"gold": gold}).to_json()
-    atomic_write_text(path, "\n".join(lines))
+    rewrite(path, "\n".join(lines))
 

@@ -265,3 +265,14 @@ def test_repair_leaves_an_ambiguous_quote_and_a_missing_document_to_a_person(wor
     assert main(["judgments", "repair", *args(corpus, judgments), "--write"]) == 1
     out = capsys.readouterr().out
     assert "q4" in out and "occurs 2 times" in out and "no proposal" in out
+
+
+def test_rewriting_keeps_a_symlink_a_link_and_the_file_mode(tmp_path):
+    real = tmp_path / "real.jsonl"
+    real.write_text(lines_of([RECORDS[2], RECORDS[0]]), encoding="utf-8")
+    real.chmod(0o640)
+    link = tmp_path / "judgments.jsonl"
+    link.symlink_to(real)
+    assert fmt(link) == (2, True)
+    assert link.is_symlink() and (real.stat().st_mode & 0o777) == 0o640
+    assert real.read_text(encoding="utf-8") == lines_of([RECORDS[0], RECORDS[2]])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import threading
 import unicodedata
@@ -176,8 +177,9 @@ def _add_field(raw: bytes) -> Callable[[bytes], bytes]:
 
 def _params_duplicate_key(root: Path) -> None:
     text = (root / PARAMS).read_text(encoding="utf-8")
-    assert "  size: 800\n" in text
-    (root / PARAMS).write_text(text.replace("  size: 800\n", "  size: 800\n  size: 400\n", 1), encoding="utf-8")
+    size = re.search(r"^  size: 800\b.*\n", text, re.MULTILINE)  # the committed line, comment and all
+    assert size is not None
+    (root / PARAMS).write_text(text[: size.end()] + "  size: 400\n" + text[size.end() :], encoding="utf-8")
 
 
 NFC_TEXT = unicodedata.normalize("NFC", "The na\u00efve reader sees a consistent view.\nWrite skew is possible.\n")

@@ -161,25 +161,26 @@ def unique_around(document: Document, start: int, end: int) -> Proposal | None:
     """``[start, end)`` if its text occurs exactly once, else the shortest run of whole words covering it that does.
 
     Words are added as a person lengthens an ambiguous quote: within its sentence first, fewest
-    words first, after the end before before the start; across the sentence's ends only if that fails.
+    words first, after the end before the start; across the sentence's ends only if that fails.
     At most ``MAX_EXTRA_WORDS`` are added.
     """
     text, spans = document.text, _words(document.text)
     found = locate_once(document, text[start:end])
     if not isinstance(found, NotOnce):
         return Proposal(document, found.start, found.end)
-    ends = [e for _, e in spans]
+    starts, ends = [s for s, _ in spans], [e for _, e in spans]
     first = bisect.bisect_right(ends, start)
     if first >= len(spans):
         return None
-    last = max(first, bisect.bisect_left([s for s, _ in spans], end) - 1)
+    last = max(first, bisect.bisect_left(starts, end) - 1)
     left, right = _sentence(text, start, end)
-    for lo, hi in ((bisect.bisect_left([s for s, _ in spans], left), bisect.bisect_left(ends, right)),
-                   (0, len(spans) - 1)):
+    lo, hi = min(bisect.bisect_left(starts, left), first), max(bisect.bisect_left(ends, right), last)
+    for within in (True, False):
         for total in range(MAX_EXTRA_WORDS + 1):
             for after in range(total, -1, -1):
                 a, b = first - (total - after), last + after
-                if a < min(lo, first) or b > max(hi, last):
+                inside = lo <= a and b <= hi
+                if a < 0 or b >= len(spans) or inside is not within:
                     continue
                 found = locate_once(document, text[spans[a][0] : spans[b][1]])
                 if not isinstance(found, NotOnce):

@@ -292,8 +292,8 @@ def _cmd_pool(args: argparse.Namespace) -> int:
     pooled = sum(len(found) for found in result.candidates.values())
     width = max(len(name) for name in result.judged)
     for name, figures in result.judged.items():
-        print(f"{name:<{width}}  judged@{args.depth} {figures[f'judged@{args.depth}']:.4f} over "
-              f"{figures['queries']} queries")
+        print(f"{name:<{width}}  judged {figures['judged']:.4f} in the top {args.depth}, over {figures['queries']} "
+              "queries")
     print(f"{pooled} passages to review written to {out / pooling.REVIEW_MD} and {out / pooling.REVIEW_CSV}")
     if result.stale_marks:
         print(f"note: {result.stale_marks} earlier mark(s) dropped: their passage's text changed", file=sys.stderr)

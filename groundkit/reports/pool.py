@@ -10,7 +10,7 @@ results of several runs, and have a person judge every one nobody judged yet. He
   finds the answer in one adds a gold quote to the judgments (``groundkit judgments add``); either
   way, they mark it reviewed: ``yes`` in the ``reviewed`` column of review.csv (empty: not yet).
   A ``note`` column is free text.
-* ``judged.json``: for each run, judged@k (k = ``depth``), the mean over queries that retrieved
+* ``judged.json``: for each run, ``judged`` (judged@k, k being ``depth``), the mean over queries that retrieved
   anything of the share of the top k passages (or of all, if fewer) that overlap a gold span or
   are marked reviewed. 1.0 means every passage that run showed a reader was looked at by someone.
 
@@ -164,8 +164,7 @@ def pool(runs: Sequence[RankedRun], judgments: Sequence[ResolvedJudgment], depth
     reviewed = {key for key, mark in kept.items() if mark.reviewed}
     for run in runs:
         shares = judged_at(run, judgments, depth, reviewed)
-        judged[run.name] = {f"judged@{depth}": sum(shares.values()) / len(shares) if shares else 0.0,
-                            "queries": len(shares)}
+        judged[run.name] = {"judged": sum(shares.values()) / len(shares) if shares else 0.0, "queries": len(shares)}
     return Pool(depth, judgments, candidates, judged, kept, stale)
 
 
@@ -247,10 +246,10 @@ def review_markdown(result: Pool) -> str:
              f"Each passage below was ranked in the top {result.depth} by at least one run and overlaps no gold "
              "quote. If it answers the query, add a gold quote for it (`groundkit judgments add`); either way, mark "
              f"it reviewed: `{REVIEWED}` in the `reviewed` column of {REVIEW_CSV}.", ""]
-    lines.append("| run | " + f"judged@{result.depth} | queries |")
+    lines.append(f"| run | judged (top {result.depth}) | queries |")
     lines.append("| --- | --- | --- |")
     for name, figures in result.judged.items():
-        lines.append(f"| {name} | {figures[f'judged@{result.depth}']:.4f} | {figures['queries']} |")
+        lines.append(f"| {name} | {figures['judged']:.4f} | {figures['queries']} |")
     for judgment in result.queries:
         found = result.candidates[judgment.query_id]
         if not found:

@@ -41,14 +41,14 @@ def test_pool_by_hand():
     # a's top 2: P1 (gold), P2; b's top 2: P3, P4. P3 is a's third, past the depth.
     assert [(c.passage.start, c.ranks) for c in result.candidates["q1"]] == [(23, {"b": 1}), (11, {"a": 2}),
                                                                                (37, {"b": 2})]
-    assert result.judged == {"a": {"judged@2": 0.5, "queries": 1}, "b": {"judged@2": 0.0, "queries": 1}}
+    assert result.judged == {"a": {"judged": 0.5, "queries": 1}, "b": {"judged": 0.0, "queries": 1}}
 
     marks = {("q1", "d.md", 23, 36): Mark(P3.text, True, ""),          # reviewed: counts for b
              ("q1", "d.md", 37, 48): Mark(P4.text, False, "unsure"),   # a note only: counts for nothing
              ("q1", "d.md", 11, 22): Mark("other text", True, "")}     # the passage changed: dropped
     result = pool([a, b], [judgment], depth=2, marks=marks)
-    assert result.judged["b"] == {"judged@2": 0.5, "queries": 1}
-    assert result.judged["a"] == {"judged@2": 0.5, "queries": 1}
+    assert result.judged["b"] == {"judged": 0.5, "queries": 1}
+    assert result.judged["a"] == {"judged": 0.5, "queries": 1}
     assert result.stale_marks == 1
     rows = list(csv.DictReader(review_csv(result).splitlines()))
     assert [(r["start"], r["runs"], r["reviewed"], r["note"]) for r in rows] == [
@@ -127,7 +127,7 @@ def command(root: Path, out: str, *names: str, extra: tuple[str, ...] = ()) -> l
 def test_pool_writes_the_sheet_and_carries_marks_over(runs, capsys):
     assert main(command(runs, "review", "small", "large")) == 0
     printed = capsys.readouterr().out
-    assert "small  judged@3" in printed and "large  judged@3" in printed
+    assert "small  judged " in printed and "in the top 3, over" in printed and "large  judged " in printed
     sheet = runs / "review" / "review.csv"
     rows = rows_of(sheet)
     assert rows and list(rows[0]) == COLUMNS
@@ -157,7 +157,7 @@ def test_pool_writes_the_sheet_and_carries_marks_over(runs, capsys):
     assert main(command(runs, "review", "small", "large", extra=("--force",))) == 0
     after = json.loads((runs / "review" / "judged.json").read_text())
     assert after["reviewed"] == 1 and before["reviewed"] == 0
-    assert sum(r["judged@3"] for r in after["runs"].values()) > sum(r["judged@3"] for r in before["runs"].values())
+    assert sum(r["judged"] for r in after["runs"].values()) > sum(r["judged"] for r in before["runs"].values())
     kept = rows_of(sheet)
     assert [(r["reviewed"], r["note"]) for r in kept if r["reviewed"]] == [("yes", "checked")]
 
@@ -170,7 +170,7 @@ def test_pool_reads_an_external_run_against_the_current_judgments(runs, capsys):
     assert ("q1", "isolation.md", "0", "30", "other:1") in {
         (r["query_id"], r["document"], r["start"], r["end"], r["runs"]) for r in rows}
     assert json.loads((runs / "mixed" / "judged.json").read_text())["runs"]["other"] == {
-        "judged@3": 0.5, "queries": 1}
+        "judged": 0.5, "queries": 1}
 
     for name, message in (("other.jsonl", "is read as an external run (JSONL), which needs the corpus"),
                           ("corpus", "is a folder without run.trec"), ("missing", "missing: does not exist")):

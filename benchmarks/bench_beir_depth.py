@@ -61,7 +61,7 @@ def main() -> None:
     print(f"{Path(args.data_dir).name}: {len(texts)} documents, {len(queries)} queries with a relevant document")
 
     def params(depth: int):
-        return load_params(None, ["chunk.strategy=document", f"retrieve.depth={depth}", "audit.max_trivial_share=1.0",
+        return load_params(None, ["chunk.strategy=document", f"retrieve.depth={depth}",
                                   f"bm25.k1={K1}", f"bm25.b={B}"])
 
     def groundkit_run(depth: int, out: Path) -> None:

@@ -235,9 +235,17 @@ class ScoreParams(_Section):
 
 
 class AuditParams(_Section):
-    """The ``audit`` section of params.yaml."""
+    """The ``audit`` section of params.yaml: the gate on the audit's findings.
 
-    max_trivial_share: float = Field(default=0.10, ge=0.0, le=1.0)
+    Attributes:
+        max_trivial_share: The most trivial judgments (a share of the answerable ones, 0 to 1) that
+            validate-judgments, ``groundkit run``, ``score-run`` and ``audit`` accept; above it they
+            fail. ``None`` (the default, ``null`` in YAML) reports the findings and fails nothing, so
+            a small or new corpus is measured before it is tuned; a team sets it once its corpus is
+            meant to hold (the golden corpus is held to 10% by tests/test_corpus_integrity.py).
+    """
+
+    max_trivial_share: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 NO_FILE = "params"

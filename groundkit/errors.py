@@ -16,7 +16,8 @@ and exits non-zero; tracebacks are shown only with ``--debug``.
     │   ├── RetrieverError    a python: retriever that breaks its contract
     │   ├── OutputError       an --out that is an input, or holds files groundkit did not write
     │   ├── CompareError      a side of `groundkit compare` cannot be read, or the sides do not match
-    │   └── SweepError        the experiments of `groundkit sweep-plot` cannot be tabulated
+    │   ├── SweepError        the experiments of `groundkit sweep-plot` cannot be tabulated
+    │   └── ReviewError       a review sheet of `groundkit pool` that a reviewer edited
     ├── DependencyError       an optional extra (e.g. dense) is not installed
     └── MeasureError          a metric name no registered measure writes
 
@@ -131,6 +132,10 @@ class CompareError(InputError):
 
 class SweepError(InputError):
     """The experiments cannot be read or lack a requested parameter or metric."""
+
+
+class ReviewError(InputError):
+    """A review sheet (review.csv of ``groundkit pool``) has lost its columns or holds an unknown mark."""
 
 
 class JSONLineError(ValueError):

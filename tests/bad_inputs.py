@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import threading
 import unicodedata
@@ -176,8 +177,9 @@ def _add_field(raw: bytes) -> Callable[[bytes], bytes]:
 
 def _params_duplicate_key(root: Path) -> None:
     text = (root / PARAMS).read_text(encoding="utf-8")
-    assert "  size: 800\n" in text
-    (root / PARAMS).write_text(text.replace("  size: 800\n", "  size: 800\n  size: 400\n", 1), encoding="utf-8")
+    size = re.search(r"^  size: 800\b.*\n", text, re.MULTILINE)  # the committed line, comment and all
+    assert size is not None
+    (root / PARAMS).write_text(text[: size.end()] + "  size: 400\n" + text[size.end() :], encoding="utf-8")
 
 
 NFC_TEXT = unicodedata.normalize("NFC", "The na\u00efve reader sees a consistent view.\nWrite skew is possible.\n")
@@ -309,10 +311,13 @@ CASES: dict[str, Case] = {
     "params: not YAML": Case(_params_text("chunk: [size: 800\n"), "params.yaml", "YAML", dvc_reports_it=True),
     # DVC's own YAML reader stops at a duplicate key too ("found duplicate key"), naming params.yaml and the line.
     "params: duplicate key": Case(_params_duplicate_key, "params.yaml", "duplicate key", dvc_reports_it=True),
-    # the audit's hard rule
+    # the audit's hard rule, whatever the gate
     "audit: no_answer query shares corpus tokens": Case(
         _edit_record(3, lambda r: r.update(query="snapshot sourdough")), "judgments.jsonl:4",
         "shares tokens with the corpus"),
+    # the gate, once a team sets it: two of the tiny corpus's three answerable judgments are trivial
+    "audit: trivial share above the gate": Case(
+        _param("audit.max_trivial_share", 0.5), "judgments.jsonl", "above the gate audit.max_trivial_share = 0.5"),
 }
 
 

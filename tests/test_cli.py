@@ -136,7 +136,8 @@ def test_debug_flag_shows_the_traceback(tiny_corpus, tmp_path):
 def test_audit_command_prints_table_and_fails_on_leaks(tiny_corpus):
     corpus, judgments = tiny_corpus
     ok = groundkit("audit", "--corpus", str(corpus), "--judgments", str(judgments))
-    assert ok.returncode == 0 and "trivial share 100.0% of 3 answerable" in ok.stdout
+    # q3 shares no word with the corpus at all: keyword search cannot find it, so it is not trivial.
+    assert ok.returncode == 0 and "trivial share 66.7% of 3 answerable" in ok.stdout
     _break(corpus, judgments, "no_answer leaks")
     bad = groundkit("audit", "--corpus", str(corpus), "--judgments", str(judgments))
     assert bad.returncode == 1 and "'snapshot'" in bad.stderr

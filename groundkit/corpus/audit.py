@@ -3,31 +3,52 @@
 Integrity checks (every quote resolves once, ids ascend) pass just as well
 on a corpus of lexically disjoint documents, where any keyword identifies
 the right document and BM25 wins by construction. The audit measures what
-they cannot, under the same tokenizer the index uses:
+they cannot. Its *findings* describe the corpus; they are reported, and
+fail a run only where ``audit.max_trivial_share`` says so:
 
+* trivial judgments: among the query's rarest tokens (lowest document
+  frequency, under the index's tokenizer, as BM25 sees them) one occurs only
+  in gold documents, so keyword search finds the answer by that one word.
+  The report names that word, the *give-away*;
 * competing documents: for each answerable judgment, how many documents
-  outside its gold set share at least one token with the query;
-* trivial judgments: no competing document at all, or the query's rarest
-  token (lowest document frequency) occurs only in gold documents;
-* no_answer queries must share no token with the corpus, because abstention
-  is measured as "retrieval returned nothing" (no score threshold).
+  outside its gold set share a content word with the query (the index's
+  tokenizer less English function words: every document shares "the");
+* duplicated quotes: a gold quote that also occurs in another document,
+  verbatim or after collapsing whitespace and case. A retriever returning
+  that other passage is counted wrong, so the labels are incomplete there.
+
+One check is an *error*, whatever the gate: a no_answer query must share no
+token with the corpus, because abstention is measured as "retrieval returned
+nothing" (no score threshold), so such a judgment could never be passed.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
+from typing import Literal
 
 from groundkit._models import Record
 from groundkit.config import AuditParams, TokenizeParams
 from groundkit.corpus.judgments import Category, Judgment
 from groundkit.corpus.passage import Document
-from groundkit.corpus.tokenizing import make_tokenizer
+from groundkit.corpus.tokenizing import Tokenizer, make_content_tokenizer, make_tokenizer, tokenize
 from groundkit.errors import JudgmentsError
+
+SHOWN = 10
+"""How many query ids (or quotes) a finding lists before it says how many more there are."""
 
 
 class JudgmentAudit(Record):
-    """The audit of one answerable judgment."""
+    """The audit of one answerable judgment.
+
+    Attributes:
+        competing_documents: Documents outside the gold set sharing a content word with the query.
+        rarest_token: The query's rarest token in the corpus; among tokens tied for rarest, the one
+            that makes the judgment trivial (occurs only in gold documents) when there is one.
+        trivial: Whether ``rarest_token`` occurs only in gold documents.
+    """
 
     query_id: str
     category: Category
@@ -45,8 +66,20 @@ class NoAnswerLeak(Record):
     tokens: dict[str, list[str]]
 
 
+class DuplicatedQuote(Record):
+    """A gold quote of ``document`` that also occurs in ``also_in``: ``verbatim``, or ``normalised``
+    (equal once runs of whitespace are one space and case is ignored)."""
+
+    query_id: str
+    line: int
+    document: str
+    quote: str
+    also_in: str
+    match: Literal["verbatim", "normalised"]
+
+
 class AuditReport(Record):
-    """The whole audit; written as build/audit.json."""
+    """The whole audit; written as build/audit.json (and by ``groundkit audit --out``)."""
 
     documents: int
     answerable: int
@@ -54,8 +87,17 @@ class AuditReport(Record):
     trivial_share: float
     trivial_query_ids: list[str]
     median_competing_documents: float
+    duplicated_quotes: list[DuplicatedQuote]
     no_answer_leaks: list[NoAnswerLeak]
     judgments: list[JudgmentAudit]
+
+
+def _postings(documents: Sequence[Document], tokenize_text: Tokenizer) -> dict[str, set[str]]:
+    postings: dict[str, set[str]] = {}
+    for document in documents:
+        for token in set(tokenize_text(document.text)):
+            postings.setdefault(token, set()).add(document.path)
+    return postings
 
 
 def audit(
@@ -67,16 +109,20 @@ def audit(
     share a token with the corpus, and stopwords can remove the only one.
     A whole-document gold span counts the same as a quote: its document is gold.
     """
-    tokenize = make_tokenizer(tokenizer)
-    postings: dict[str, set[str]] = {}
-    for document in documents:
-        for token in set(tokenize(document.text)):
-            postings.setdefault(token, set()).add(document.path)
+    tokenize_index = make_tokenizer(tokenizer)
+    tokenize_content = make_content_tokenizer(tokenizer)
+    postings = _postings(documents, tokenize_index)
+    if tokenizer is None or tokenizer.stemmer == "none":
+        # Without a stemmer a content word is an index token that is not a function word: no second pass.
+        content_postings = {t: docs for t, docs in postings.items() if tokenize_content(t)}
+    else:
+        content_postings = _postings(documents, tokenize_content)
+    content_words = set(content_postings)
 
     rows: list[JudgmentAudit] = []
     leaks: list[NoAnswerLeak] = []
     for judgment in judgments:
-        tokens = sorted(set(tokenize(judgment.query)))
+        tokens = sorted(set(tokenize_index(judgment.query)))
         if judgment.category is Category.NO_ANSWER:
             shared = [t for t in tokens if t in postings]
             if shared:
@@ -84,14 +130,18 @@ def audit(
                                           tokens={t: sorted(postings[t])[:3] for t in shared}))
             continue
         gold = {g.document for g in judgment.gold}
+        content = [t for t in set(tokenize_content(judgment.query)) if t in content_postings]
+        competing = set().union(*(content_postings[t] for t in content)) - gold
+        rarest, rarest_docs, trivial = None, 0, False
         present = [t for t in tokens if t in postings]
-        competing = set().union(*(postings[t] for t in present)) - gold if present else set()
-        rarest, rarest_docs, trivial = None, 0, True
         if present:
-            low = min(len(postings[t]) for t in present)
-            rarest_tokens = [t for t in present if len(postings[t]) == low]
-            rarest, rarest_docs = rarest_tokens[0], low
-            trivial = not competing or any(postings[t] <= gold for t in rarest_tokens)
+            rarest_docs = min(len(postings[t]) for t in present)
+            tied = [t for t in present if len(postings[t]) == rarest_docs]
+            giveaways = [t for t in tied if postings[t] <= gold]
+            trivial = bool(giveaways)
+            # Name the word that decides: a give-away if there is one, a content word before a function word.
+            candidates = giveaways or tied
+            rarest = min(candidates, key=lambda t: (t not in content_words, t))
         rows.append(JudgmentAudit(query_id=judgment.query_id, category=judgment.category,
                                   competing_documents=len(competing), rarest_token=rarest,
                                   rarest_token_documents=rarest_docs, trivial=trivial))
@@ -104,13 +154,59 @@ def audit(
         trivial_share=len(trivial_ids) / len(rows) if rows else 0.0,
         trivial_query_ids=trivial_ids,
         median_competing_documents=statistics.median(r.competing_documents for r in rows) if rows else 0,
+        duplicated_quotes=duplicated_quotes(documents, judgments),
         no_answer_leaks=leaks,
         judgments=rows,
     )
 
 
+_SPACE = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    """``text`` with every run of whitespace one space, lower-cased: the looser of the two duplicate tests."""
+    return _SPACE.sub(" ", text).lower()
+
+
+def duplicated_quotes(documents: Sequence[Document], judgments: Sequence[Judgment]) -> list[DuplicatedQuote]:
+    """Every gold quote that also occurs in another document, verbatim or normalised (see :func:`normalise`).
+
+    A document is searched only if it holds every inner word of the quote (the first and last may be cut
+    mid-word), so a quote is compared with the few documents that could hold it, not with all of them.
+    """
+    if not any(gold.quote is not None for judgment in judgments for gold in judgment.gold):
+        return []  # document-level judgments (BEIR): nothing to look for, so no index to build
+    words = _postings(documents, tokenize)
+    texts = {d.path: d.text for d in documents}
+    normalised: dict[str, str] = {}
+    found: list[DuplicatedQuote] = []
+    for judgment in judgments:
+        for gold in judgment.gold:
+            if gold.quote is None:
+                continue
+            inner = tokenize(gold.quote)[1:-1]
+            candidates = set(texts) if not inner else set.intersection(*(words.get(w, set()) for w in inner))
+            plain = normalise(gold.quote)
+            for path in sorted(candidates - {gold.document}):
+                if gold.quote in texts[path]:
+                    match: Literal["verbatim", "normalised"] = "verbatim"
+                elif plain in normalised.setdefault(path, normalise(texts[path])):
+                    match = "normalised"
+                else:
+                    continue
+                found.append(DuplicatedQuote(query_id=judgment.query_id, line=judgment.line, document=gold.document,
+                                             quote=gold.quote, also_in=path, match=match))
+    return found
+
+
+GATE_FIX = ("reword those queries so their words also occur in competing documents (the distractor rule, "
+            "evals/README.md); or, if this corpus is meant to be this easy, raise audit.max_trivial_share or set "
+            "it to null (report without failing) in params.yaml")
+
+
 def check_audit(report: AuditReport, params: AuditParams, judgments_path: str) -> None:
-    """Raise if a no_answer query shares a token with the corpus or too many judgments are trivial."""
+    """Raise on a broken label (a no_answer query sharing a token with the corpus), and when the gate is set
+    (``audit.max_trivial_share``) and the share of trivial judgments is above it."""
     if report.no_answer_leaks:
         first = report.no_answer_leaks[0]
         shown = ", ".join(f"{t!r} (in {', '.join(docs)})" for t, docs in first.tokens.items())
@@ -122,13 +218,55 @@ def check_audit(report: AuditReport, params: AuditParams, judgments_path: str) -
             fix="reword the query with words that occur nowhere in the corpus (see evals/README.md)",
             line=first.line or None,
         )
-    if report.trivial_share > params.max_trivial_share:
+    limit = params.max_trivial_share
+    if limit is not None and report.trivial_share > limit:
         raise JudgmentsError(
             judgments_path,
-            f"{report.trivial_share:.1%} of answerable judgments are trivial (limit audit.max_trivial_share = "
-            f"{params.max_trivial_share:.0%}): {', '.join(report.trivial_query_ids[:10])}",
-            fix="reword those queries so their words also occur in competing documents (the distractor rule)",
+            f"{report.trivial_share:.1%} of answerable judgments are trivial, above the gate "
+            f"audit.max_trivial_share = {limit:g}: {_trivial_list(report)}",
+            fix=GATE_FIX,
         )
+
+
+def _trivial_list(report: AuditReport) -> str:
+    rows = [r for r in report.judgments if r.trivial]
+    shown = ", ".join(f"{r.query_id} ({r.rarest_token!r})" for r in rows[:SHOWN])
+    return shown + (f" and {len(rows) - SHOWN} more" if len(rows) > SHOWN else "")
+
+
+def findings(report: AuditReport, params: AuditParams) -> list[str]:
+    """The audit's findings in words, one per line, ending with what the gate does with them."""
+    lines = []
+    if report.trivial:
+        lines.append(f"trivial: {report.trivial} of {report.answerable} answerable judgments "
+                     f"({report.trivial_share:.1%}) hold a word found only in their gold documents, so keyword "
+                     f"search finds them by that word alone: {_trivial_list(report)}")
+    else:
+        lines.append(f"trivial: none of {report.answerable} answerable judgments")
+    lines.append(f"competing documents: a query shares a content word with a median of "
+                 f"{report.median_competing_documents:g} non-gold documents of {report.documents}")
+    duplicated = report.duplicated_quotes
+    if duplicated:
+        shown = "; ".join(f"{d.query_id} {_short(d.quote)} ({d.document}) also in {d.also_in} ({d.match})"
+                          for d in duplicated[:SHOWN])
+        more = f"; and {len(duplicated) - SHOWN} more" if len(duplicated) > SHOWN else ""
+        lines.append(f"duplicated quotes: {len(duplicated)} gold quote(s) also occur in another document, where a "
+                     f"retrieved passage counts as not relevant (add it as a gold quote too, or reword): "
+                     f"{shown}{more}")
+    else:
+        lines.append("duplicated quotes: none")
+    limit = params.max_trivial_share
+    if limit is None:
+        lines.append("gate: none (audit.max_trivial_share is null): these findings fail nothing")
+    else:
+        verdict = "above it: the run fails" if report.trivial_share > limit else "within it"
+        lines.append(f"gate: audit.max_trivial_share = {limit:g}; trivial share {report.trivial_share:.1%} is "
+                     f"{verdict}")
+    return lines
+
+
+def _short(quote: str, limit: int = 60) -> str:
+    return repr(quote if len(quote) <= limit else quote[: limit - 3] + "...")
 
 
 def render_table(report: AuditReport) -> str:
@@ -143,7 +281,12 @@ def render_table(report: AuditReport) -> str:
         lines.append(f"{category.value:<14} {len(members):>7} {trivial:>7} {median:>21g}")
     lines.append(
         f"trivial share {report.trivial_share:.1%} of {report.answerable} answerable; "
-        f"median competing documents {report.median_competing_documents:g} of {report.documents}; "
-        f"no_answer leaks {len(report.no_answer_leaks)}"
+        f"median competing documents {report.median_competing_documents:g} of {report.documents} (content words); "
+        f"duplicated quotes {len(report.duplicated_quotes)}; no_answer leaks {len(report.no_answer_leaks)}"
     )
     return "\n".join(lines)
+
+
+def render(report: AuditReport, params: AuditParams) -> str:
+    """The table and the findings: what ``groundkit audit`` and the validate-judgments stage print."""
+    return "\n".join([render_table(report), *(f"audit: {line}" for line in findings(report, params))])

@@ -146,17 +146,18 @@ class Judgment(StrictRecord):
         return self
 
     def to_json(self) -> str:
-        """Canonical one-line JSON (sorted keys), in the form judgments.jsonl is written.
+        """Canonical one-line JSON, the form ``groundkit judgments fmt`` writes: keys in field order
+        (query_id, query, category, gold; a gold span's document first), as people read and write them.
 
-        A gold span's unset field (``quote`` of a whole-document span,
-        ``whole_document`` of a quote, a grade of 1) is left out, as a person would write it, and so is
-        an empty ``exclude_documents``.
+        A gold span's field left at its default (``quote`` of a whole-document span,
+        ``whole_document`` of a quote, a grade of 1) is left out, as a person would write it, and so
+        is an empty ``exclude_documents``.
         """
         record = self.model_dump(mode="json")
         record["gold"] = [g.model_dump(mode="json", exclude_defaults=True) for g in self.gold]
         if not self.exclude_documents:
             del record["exclude_documents"]
-        return json.dumps(record, sort_keys=True, ensure_ascii=False)
+        return json.dumps(record, ensure_ascii=False)
 
 
 _JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
@@ -199,8 +200,11 @@ def _fix_for(key: str) -> str:
     return "fields are query_id, query, category, gold and (optional) exclude_documents; see evals/README.md"
 
 
-def load_judgments(path: str | Path) -> list[Judgment]:
+def load_judgments(path: str | Path, *, ordered: bool = True) -> list[Judgment]:
     """Load and validate a judgments file.
+
+    Args:
+        ordered: Require ascending ids (always, except for ``groundkit judgments fmt``, which sorts).
 
     Raises:
         JudgmentsError: naming the line of the first problem.
@@ -222,7 +226,7 @@ def load_judgments(path: str | Path) -> list[Judgment]:
                 fix="give every judgment its own query_id",
                 line=number,
             )
-        if judgments and judgment.query_id < judgments[-1].query_id:
+        if ordered and judgments and judgment.query_id < judgments[-1].query_id:
             raise JudgmentsError(
                 path,
                 f"query_id {judgment.query_id!r} comes after {judgments[-1].query_id!r} "

@@ -17,6 +17,12 @@ order: stop filter, then stemmer):
 
 The index records its tokenizer in its manifest, so queries are tokenized
 the way the chunks were without the retrieve stage reading these params.
+
+The corpus audit also needs *content words*: :func:`make_content_tokenizer`
+is the configured tokenizer with English function words removed (the 179 of
+``bm25s.stopwords.STOPWORDS_EN_PLUS``, NLTK's list). Lucene's 33 would keep
+"how", "what" and "does", which nearly every question shares with nearly
+every document.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ def tokenize(text: str) -> list[str]:
 def _stopwords(name: str) -> frozenset[str]:
     from bm25s import stopwords
 
-    return frozenset({"en": stopwords.STOPWORDS_EN}[name])
+    return frozenset({"en": stopwords.STOPWORDS_EN, "en_plus": stopwords.STOPWORDS_EN_PLUS}[name])
 
 
 def make_tokenizer(params: TokenizeParams | None = None) -> Tokenizer:
@@ -60,11 +66,24 @@ def make_tokenizer(params: TokenizeParams | None = None) -> Tokenizer:
     if params is None or params.is_default:
         return tokenize
     stop = _stopwords(params.stopwords) if params.stopwords != "none" else frozenset()
+    return _filtered(stop, params.stemmer)
+
+
+def make_content_tokenizer(params: TokenizeParams | None = None) -> Tokenizer:
+    """The tokenizer ``params`` describe, less English function words: the words that carry content."""
+    stop = _stopwords("en_plus")
+    if params is not None and params.stopwords != "none":
+        stop |= _stopwords(params.stopwords)
+    return _filtered(stop, params.stemmer if params is not None else "none")
+
+
+def _filtered(stop: frozenset[str], stemmer: str) -> Tokenizer:
+    """``tokenize``, then drop ``stop``, then stem (Lucene's order)."""
     stem_words: Callable[[list[str]], list[str]] | None = None
-    if params.stemmer != "none":
+    if stemmer != "none":
         import Stemmer
 
-        stem_words = Stemmer.Stemmer(params.stemmer).stemWords
+        stem_words = Stemmer.Stemmer(stemmer).stemWords
 
     def configured(text: str) -> list[str]:
         tokens = [t for t in tokenize(text) if t not in stop]

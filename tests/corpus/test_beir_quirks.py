@@ -105,7 +105,7 @@ def test_odd_ids_run_score_and_export_with_their_own_ids(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", "--corpus", str(tmp_path / "imp" / "corpus"), "--judgments",
                  str(tmp_path / "imp" / "judgments.jsonl"), "--out", str(out), "--set", "chunk.strategy=document",
-                 "--set", "audit.max_trivial_share=1.0", "--set", "score.ks=[1, 3, 10]"]) == 0
+                 "--set", "score.ks=[1, 3, 10]"]) == 0
     assert main(["export-beir", str(out), "--import", str(tmp_path / "imp"), "--out", str(tmp_path / "trec")]) == 0
     run = list(ir_measures.read_trec_run(str(tmp_path / "trec" / "run.trec")))
     assert {d.doc_id for d in run} <= set(ODD_IDS) and "<dbpedia:Oceanic_Airlines>" in {d.doc_id for d in run}
@@ -126,8 +126,7 @@ def test_export_refuses_a_run_made_on_another_corpus(tmp_path):
     import_beir(odd_dataset(tmp_path / "beir"), tmp_path / "imp")
     out = tmp_path / "run"
     assert main(["run", "--corpus", str(tmp_path / "imp" / "corpus"), "--judgments",
-                 str(tmp_path / "imp" / "judgments.jsonl"), "--out", str(out), "--set", "chunk.strategy=document",
-                 "--set", "audit.max_trivial_share=1.0"]) == 0
+                 str(tmp_path / "imp" / "judgments.jsonl"), "--out", str(out), "--set", "chunk.strategy=document"]) == 0
     other = write_dataset(tmp_path / "other")
     import_beir(other, tmp_path / "imp2")
     with pytest.raises(DatasetError, match="is not the corpus the run measured"):
@@ -196,8 +195,7 @@ def test_a_query_sharing_its_id_with_a_document_never_retrieves_it(tmp_path, kee
     assert judgments["q-free"].exclude_documents == []
     out = tmp_path / "run"
     assert main(["run", "--corpus", str(tmp_path / "imp" / "corpus"), "--judgments",
-                 str(tmp_path / "imp" / "judgments.jsonl"), "--out", str(out), "--set", "chunk.strategy=document",
-                 "--set", "audit.max_trivial_share=1.0"]) == 0
+                 str(tmp_path / "imp" / "judgments.jsonl"), "--out", str(out), "--set", "chunk.strategy=document"]) == 0
     document = {json.loads(line)["chunk_id"]: json.loads(line)["document"]
                 for line in (out / "chunks.jsonl").read_text().splitlines()}
     ranked = [document[line.split()[2]] for line in (out / "run.trec").read_text().splitlines()

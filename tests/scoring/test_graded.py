@@ -163,7 +163,7 @@ def test_groundkit_run_exports_graded_qrels_and_honours_excluded_documents(tmp_p
     judgments.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     out = tmp_path / "out"
     assert main(["run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(out),
-                 "--set", "chunk.strategy=document", "--set", "audit.max_trivial_share=1.0",
+                 "--set", "chunk.strategy=document",
                  "--set", "score.ks=[1, 3, 10]"]) == 0
 
     chunks = {json.loads(line)["chunk_id"]: json.loads(line)["document"]
@@ -175,7 +175,7 @@ def test_groundkit_run_exports_graded_qrels_and_honours_excluded_documents(tmp_p
     records[0].pop("exclude_documents")
     judgments.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     assert main(["run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(tmp_path / "plain"),
-                 "--set", "chunk.strategy=document", "--set", "audit.max_trivial_share=1.0"]) == 0
+                 "--set", "chunk.strategy=document"]) == 0
     plain = list(ir_measures.read_trec_run(str(tmp_path / "plain" / "run.trec")))
     assert next(chunks[d.doc_id] for d in plain if d.query_id == "q1") == "leader.md"
     qrels = list(ir_measures.read_trec_qrels(str(out / "qrels.trec")))
@@ -198,8 +198,7 @@ def test_an_excluded_document_missing_from_the_corpus_is_an_error(tmp_path: Path
     judgments.write_text(json.dumps({"query_id": "q1", "query": "leader election", "category": "factoid",
                                      "exclude_documents": ["b.md"],
                                      "gold": [{"document": "a.md", "quote": "elects a leader"}]}) + "\n")
-    assert main(["run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(tmp_path / "out"),
-                 "--set", "audit.max_trivial_share=1.0"]) == 1
+    assert main(["run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert "judgments.jsonl:1: key 'exclude_documents'" in err and "'b.md'" in err and "fix:" in err
     assert "Traceback" not in err and not (tmp_path / "out").exists()

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groundkit.artifacts import atomic_write_text, dumps_json, file_sha256
-from groundkit.corpus.audit import audit, check_audit, render_table
+from groundkit.corpus.audit import audit, check_audit, render
 from groundkit.corpus.documents import corpus_hash, load_corpus
 from groundkit.corpus.judgments import Category, load_judgments
 
@@ -29,6 +29,8 @@ def run(
 
     loaded = load_judgments(judgments)
     report = audit(load_corpus(corpus_root), loaded, tokenizer)
+    # The report is the evidence for whatever the check decides, so it is written first.
+    atomic_write_text(out_audit, dumps_json(report.model_dump(mode="json")))
     check_audit(report, params, str(judgments))
     counts = {c.value: sum(1 for j in loaded if j.category is c) for c in Category}
     validation = {
@@ -37,11 +39,10 @@ def run(
         "judgments_hash": file_sha256(judgments),
         "corpus_hash": corpus_hash(corpus_root),
     }
-    atomic_write_text(out_audit, dumps_json(report.model_dump(mode="json")))
     atomic_write_text(out_validation, dumps_json(validation))
     return report
 
 
 def summary(report: AuditReport, params: Params) -> str:
-    """The audit table: what a person reads before trusting the judgments."""
-    return render_table(report)
+    """The audit table and findings: what a person reads before trusting the judgments."""
+    return render(report, params.audit)

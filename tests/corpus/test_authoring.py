@@ -1,0 +1,278 @@
+"""groundkit judgments check | fmt | add | repair, on small corpora whose answers can be read off."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from groundkit.cli import main
+from groundkit.corpus.authoring import (
+    REPAIR_THRESHOLD,
+    fmt,
+    next_query_id,
+    propose,
+    repairs,
+    unique_around,
+    word_diff,
+)
+from groundkit.corpus.judgments import load_judgments
+from groundkit.corpus.passage import Document
+from groundkit.errors import JudgmentsError
+
+BACKUP = ("Backups take a snapshot of every range.\n"
+          "A full backup runs weekly on Sunday night.\n"
+          "Incremental backups run hourly and keep 30 days of history.\n"
+          "Restores read the newest full backup first.\n")
+# One edit of the document, which breaks the quotes of q1, q2 and q3 (q4's sentence is untouched).
+EDITED = ("Backups take a snapshot of every range.\n"
+          "A full backup runs weekly on Saturday night.\n"
+          "Incremental backups run every hour and keep 35 days of history.\n"
+          "Restores read the newest full backup first.\n")
+RECORDS = [
+    {"query_id": "q1", "query": "which night does the full backup run", "category": "factoid",
+     "gold": [{"document": "ops/backup.md", "quote": "A full backup runs weekly on Sunday night"}]},
+    {"query_id": "q2", "query": "how often do incremental backups run", "category": "multi_passage",
+     "gold": [{"document": "ops/backup.md", "quote": "Incremental backups run hourly"},
+              {"document": "ops/backup.md", "quote": "keep 30 days of history"}]},
+    {"query_id": "q4", "query": "what does a restore read first", "category": "factoid",
+     "gold": [{"document": "ops/backup.md", "quote": "Restores read the newest full backup first"}]},
+]
+
+
+def lines_of(records: list[dict]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> tuple[Path, Path]:
+    corpus = tmp_path / "corpus"
+    (corpus / "ops").mkdir(parents=True)
+    (corpus / "ops" / "backup.md").write_text(BACKUP, encoding="utf-8")
+    (corpus / "leases.md").write_text("A lease is held by one replica.\nThe full backup skips leases.\n",
+                                      encoding="utf-8")
+    judgments = tmp_path / "judgments.jsonl"
+    judgments.write_text(lines_of(RECORDS), encoding="utf-8")
+    return corpus, judgments
+
+
+def args(corpus: Path, judgments: Path) -> list[str]:
+    return ["--corpus", str(corpus), "--judgments", str(judgments)]
+
+
+# --- fmt and check
+
+
+def test_fmt_sorts_and_canonicalises_and_a_second_run_changes_nothing(tmp_path, capsys):
+    path = tmp_path / "j.jsonl"
+    messy = ['{"category": "factoid", "gold": [{"quote": "caf\\u00e9 au lait", "document": "b.md"}], '
+             '"query": "drinks", "query_id": "q2"}',
+             "",
+             '{"query_id":"q1","query":"x","category":"no_answer","gold":[]}']
+    path.write_text("\n".join(messy) + "\n", encoding="utf-8")
+    canonical = ('{"query_id": "q1", "query": "x", "category": "no_answer", "gold": []}\n'
+                 '{"query_id": "q2", "query": "drinks", "category": "factoid", '
+                 '"gold": [{"document": "b.md", "quote": "café au lait"}]}\n')
+    assert main(["judgments", "fmt", "--judgments", str(path)]) == 0
+    assert path.read_text(encoding="utf-8") == canonical
+    assert "2 judgments rewritten in canonical form" in capsys.readouterr().out
+    before = path.stat()
+    assert fmt(path) == (2, False)
+    assert path.read_text(encoding="utf-8") == canonical
+    assert path.stat().st_ino == before.st_ino  # not even replaced by an identical copy
+
+
+def test_fmt_refuses_what_it_cannot_decide_and_writes_nothing(tmp_path):
+    path = tmp_path / "j.jsonl"
+    text = lines_of([RECORDS[1], RECORDS[0], RECORDS[1]])
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(JudgmentsError, match="duplicate query_id 'q2'") as info:
+        fmt(path)
+    assert info.value.line == 3
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_check_passes_a_good_file_and_names_the_line_of_each_kind_of_problem(workspace, capsys):
+    corpus, judgments = workspace
+    assert main(["judgments", "check", *args(corpus, judgments)]) == 0
+    assert "3 judgments; ids unique and ascending, all 4 quotes resolve exactly once, canonical form" in (
+        capsys.readouterr().out)
+
+    cases = [
+        (lines_of([RECORDS[1], RECORDS[0], RECORDS[2]]), 2, "ids must be in ascending order"),
+        (lines_of(RECORDS).replace("Sunday", "Monday"), 1, "quote not found"),
+        (lines_of(RECORDS).replace('"query": ', '"query":  ', 1), 1, "not in canonical form"),
+        (lines_of(RECORDS[:1]) + "\n" + lines_of(RECORDS[1:]), 2, "is a blank line"),
+        (lines_of(RECORDS).rstrip("\n"), 3, "has no line break at its end"),
+        (lines_of(RECORDS) + "\n", 4, "is followed by blank lines"),
+    ]
+    for text, line, message in cases:
+        judgments.write_text(text, encoding="utf-8")
+        assert main(["judgments", "check", *args(corpus, judgments)]) == 1
+        err = capsys.readouterr().err
+        assert f"{judgments}:{line}" in err and message in err and "fix:" in err, err
+    assert "judgments fmt --judgments" in err
+
+
+# --- add
+
+
+def test_proposals_are_whole_words_that_occur_once():
+    document = Document(path="b.md", text=BACKUP)
+    # 'full backup' occurs twice; lengthened within its sentence, first after it, then before it.
+    assert [p.quote for p in propose(document, "full backup")] == [
+        "full backup runs", "A full backup runs weekly on Sunday night.", "full backup first.",
+        "Restores read the newest full backup first."]
+    # Case and line breaks may differ from the document; the quote is the document's own text.
+    assert [p.quote for p in propose(document, "sunday\nNIGHT")] == [
+        "Sunday night", "A full backup runs weekly on Sunday night."]
+    # A search string cut inside words proposes the whole words.
+    assert propose(document, "ckups ru")[0].quote == "backups run"
+    assert unique_around(document, 0, 7).quote == "Backups"  # already unique: kept as it is
+    with pytest.raises(JudgmentsError, match=r"does not occur in 'b\.md'"):
+        propose(document, "monthly")
+
+
+def test_next_query_id_follows_the_numbering():
+    assert next_query_id(["q001", "q009", "q162"]) == "q163"
+    assert next_query_id(["q1", "q2", "q4"]) == "q5"
+    assert next_query_id(["ops-7", "ops-12", "x1"]) == "ops-13"
+    assert next_query_id(["intro"]) == next_query_id([]) == "q001"
+
+
+def test_add_inserts_the_judgment_with_the_next_id_and_leaves_other_lines_alone(workspace, capsys):
+    corpus, judgments = workspace
+    before = judgments.read_text(encoding="utf-8").splitlines()
+    common = ["judgments", "add", *args(corpus, judgments), "--query", "which replica holds a lease",
+              "--document", "leases.md", "--search", "held by"]
+    assert main([*common, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[:2] == ['1. "held by" (line:col 1:12)',
+                                    '2. "A lease is held by one replica." (line:col 1:1)']
+    assert judgments.read_text(encoding="utf-8").splitlines() == before
+
+    assert main([*common, "--choose", "2"]) == 0
+    new = ('{"query_id": "q5", "query": "which replica holds a lease", "category": "factoid", '
+           '"gold": [{"document": "leases.md", "quote": "A lease is held by one replica."}]}')
+    assert judgments.read_text(encoding="utf-8").splitlines() == [*before, new]
+    assert f"added at {judgments}:4: {new}" in capsys.readouterr().out
+
+    # An id that sorts between others goes between them.
+    assert main([*common, "--id", "q3", "--category", "lexical_gap"]) == 0
+    lines = judgments.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["query_id"] for line in lines] == ["q1", "q2", "q3", "q4", "q5"]
+    assert lines[:2] + lines[3:] == [*before, new]
+    assert main(["judgments", "check", *args(corpus, judgments)]) == 0
+
+
+def test_add_warns_of_the_same_text_in_another_document(workspace, capsys):
+    corpus, judgments = workspace
+    (corpus / "copy.md").write_text("Note: a lease is held by one replica.\n", encoding="utf-8")
+    assert main(["judgments", "add", *args(corpus, judgments), "--query", "q", "--document", "leases.md",
+                 "--search", "lease is held", "--dry-run"]) == 0
+    assert "also in copy.md: add those as gold quotes too" in capsys.readouterr().out
+
+
+def test_add_starts_a_new_file_and_takes_no_answer_judgments(tmp_path, workspace, capsys):
+    corpus, _ = workspace
+    path = tmp_path / "new" / "judgments.jsonl"
+    assert main(["judgments", "add", *args(corpus, path), "--query", "bonsai wiring", "--category",
+                 "no_answer"]) == 0
+    assert path.read_text(encoding="utf-8") == (
+        '{"query_id": "q001", "query": "bonsai wiring", "category": "no_answer", "gold": []}\n')
+
+
+@pytest.mark.parametrize(("extra", "where", "what"), [
+    (["--document", "nowhere.md", "--search", "x"], "--document", "is not a document of the corpus"),
+    (["--document", "leases.md", "--search", "monthly"], "--search", "does not occur in 'leases.md'"),
+    (["--document", "leases.md"], "--search", "is required for a factoid judgment"),
+    (["--document", "leases.md", "--search", "lease", "--choose", "9"], "--choose", "there are 4 proposals"),
+    (["--document", "leases.md", "--search", "lease", "--id", "q2"], "--id", "'q2' is already used (line 2"),
+    (["--document", "leases.md", "--search", "lease", "--id", "a b"], "--id", "query_id must start"),
+    (["--category", "no_answer", "--document", "leases.md"], "--category", "has no gold quote"),
+])
+def test_add_refuses_bad_options_with_one_message(workspace, capsys, extra, where, what):
+    corpus, judgments = workspace
+    before = judgments.read_bytes()
+    assert main(["judgments", "add", *args(corpus, judgments), "--query", "which replica", *extra]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {where}") and what in err and "fix:" in err, err
+    assert judgments.read_bytes() == before
+
+
+# --- repair
+
+
+def test_repair_proposes_the_new_text_of_each_quote_an_edit_broke(workspace, capsys):
+    corpus, judgments = workspace
+    (corpus / "ops" / "backup.md").write_text(EDITED, encoding="utf-8")
+    found = repairs(load_judgments(judgments), {"ops/backup.md": Document(path="ops/backup.md", text=EDITED)})
+    assert [(r.query_id, r.index, r.proposal, r.place) for r in found] == [
+        ("q1", 0, "A full backup runs weekly on Saturday night", "2:1"),
+        ("q2", 0, "Incremental backups run every hour", "3:1"),
+        ("q2", 1, "keep 35 days of history", "3:40"),
+    ]
+    # difflib's ratio 2M/T: 'Sunday' -> 'Saturday' keeps 40 of 41 + 43 characters; 'hourly' -> 'every hour'
+    # keeps 28 of 30 + 34 ('hour'); '30' -> '35' keeps 22 of 23 + 23.
+    assert [r.similarity for r in found] == pytest.approx([80 / 84, 56 / 64, 44 / 46])
+    assert word_diff(found[1].quote, found[1].proposal) == "Incremental backups run [-hourly-] {+every hour+}"
+
+    before = judgments.read_bytes()
+    assert main(["judgments", "repair", *args(corpus, judgments)]) == 1  # a dry run: nothing written
+    out = capsys.readouterr()
+    assert judgments.read_bytes() == before
+    assert '  + "Incremental backups run every hour"' in out.out
+    assert "similarity 0.875 at line:col 3:1: --write applies it" in out.out
+    assert "3 quote(s) do not resolve; --write would apply 3" in out.err
+
+    assert main(["judgments", "repair", *args(corpus, judgments), "--write"]) == 0
+    records = [json.loads(line) for line in judgments.read_text(encoding="utf-8").splitlines()]
+    assert [g["quote"] for r in records for g in r["gold"]] == [
+        "A full backup runs weekly on Saturday night", "Incremental backups run every hour",
+        "keep 35 days of history", "Restores read the newest full backup first"]
+    assert judgments.read_text(encoding="utf-8").splitlines()[2] == before.decode().splitlines()[2]
+    assert main(["judgments", "check", *args(corpus, judgments)]) == 0
+    assert main(["judgments", "repair", *args(corpus, judgments)]) == 0
+    assert "nothing to repair" in capsys.readouterr().out
+
+
+def test_repair_writes_only_what_reaches_the_threshold(workspace, capsys):
+    corpus, judgments = workspace
+    rewritten = EDITED.replace("A full backup runs weekly on Saturday night.", "Full copies are taken at weekends.")
+    (corpus / "ops" / "backup.md").write_text(rewritten, encoding="utf-8")
+    assert main(["judgments", "repair", *args(corpus, judgments), "--write"]) == 1
+    out = capsys.readouterr()
+    assert f"below {REPAIR_THRESHOLD:g}: left for a person" in out.out
+    assert "1 quote(s) still do not resolve" in out.err
+    records = [json.loads(line) for line in judgments.read_text(encoding="utf-8").splitlines()]
+    assert records[0]["gold"][0]["quote"] == "A full backup runs weekly on Sunday night"  # untouched
+    assert records[1]["gold"][0]["quote"] == "Incremental backups run every hour"
+    # A stricter threshold leaves the rest alone too.
+    assert main(["judgments", "repair", *args(corpus, judgments), "--min-similarity", "0.99", "--write"]) == 1
+    assert main(["judgments", "repair", *args(corpus, judgments), "--min-similarity", "2"]) == 1
+    assert "--min-similarity: '2' is not a number from 0 to 1" in capsys.readouterr().err
+
+
+def test_repair_leaves_an_ambiguous_quote_and_a_missing_document_to_a_person(workspace, capsys):
+    corpus, judgments = workspace
+    (corpus / "ops" / "backup.md").write_text(BACKUP + "Restores read the newest full backup first.\n",
+                                              encoding="utf-8")
+    (corpus / "ops" / "backup.md").rename(corpus / "ops" / "backups.md")
+    found = repairs(load_judgments(judgments), {})
+    assert {r.problem for r in found} == {"the document is not in the corpus (renamed or deleted?)"}
+    (corpus / "ops" / "backups.md").rename(corpus / "ops" / "backup.md")
+    assert main(["judgments", "repair", *args(corpus, judgments), "--write"]) == 1
+    out = capsys.readouterr().out
+    assert "q4" in out and "occurs 2 times" in out and "no proposal" in out
+
+
+def test_rewriting_keeps_a_symlink_a_link_and_the_file_mode(tmp_path):
+    real = tmp_path / "real.jsonl"
+    real.write_text(lines_of([RECORDS[2], RECORDS[0]]), encoding="utf-8")
+    real.chmod(0o640)
+    link = tmp_path / "judgments.jsonl"
+    link.symlink_to(real)
+    assert fmt(link) == (2, True)
+    assert link.is_symlink() and (real.stat().st_mode & 0o777) == 0o640
+    assert real.read_text(encoding="utf-8") == lines_of([RECORDS[0], RECORDS[2]])

@@ -103,6 +103,9 @@ class Page:
             time.sleep(0.1)
         raise AssertionError(f"{expression!r} stayed false for {timeout} s")
 
+    def close(self) -> None:
+        self.socket.close()
+
     def screenshot(self, path: Path, selector: str | None = None, *, max_height: int = 2400) -> Path:
         """A PNG of the element ``selector`` matches (else of the page's top), at most ``max_height`` pixels tall."""
         box = self.evaluate(

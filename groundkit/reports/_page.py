@@ -126,8 +126,9 @@ SCRIPT = r"""
       const before = slice(g.doc, Math.max(0, g.start - lim.context), g.start);
       const after = cut ? "" : slice(g.doc, g.end, g.end + lim.context);
       const quote = el("div", {class: "quote"});
-      quote.append(before ? "…" + before : "", el("mark", {class: "gold"}, slice(g.doc, g.start,
-        cut ? g.start + lim.quote : g.end)), cut ? " … (cut)" : "", after ? after + "…" : "");
+      // An ellipsis only where the document goes on beyond the context shown.
+      quote.append(g.start > lim.context ? "…" + before : before, el("mark", {class: "gold"}, slice(g.doc, g.start,
+        cut ? g.start + lim.quote : g.end)), cut ? " … (cut)" : "", after.length === lim.context ? after + "…" : after);
       box.append(meta, quote);
     });
     return box;

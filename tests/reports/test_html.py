@@ -154,8 +154,11 @@ def test_artifacts_of_another_run_are_not_shown_as_this_ones(tiny, monkeypatch):
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory) -> Path:
-    """A run over a document and a query that hold HTML meant to run as script."""
-    root = tmp_path_factory.mktemp("hostile")
+    return hostile_report(tmp_path_factory.mktemp("hostile"))
+
+
+def hostile_report(root: Path) -> Path:
+    """The report of a run over a document and a query that hold HTML meant to run as script."""
     corpus = root / "corpus"
     corpus.mkdir()
     (corpus / "evil.md").write_text(HOSTILE_DOC, encoding="utf-8")

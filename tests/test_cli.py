@@ -25,7 +25,7 @@ def test_run_writes_artifacts_and_reports(tiny_corpus, tmp_path):
     result = groundkit("run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(out),
                        "--set", "chunk.size=60", "--set", "score.ks=[1, 3]")
     assert result.returncode == 0, result.stderr
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = json.loads((out / "detail.json").read_text())
     assert metrics["answerable"]["queries"] == 3
     assert metrics["no_answer"] == {"queries": 1, "abstained": 1, "abstention_rate": 1.0}
     assert sorted(metrics["by_category"]) == ["factoid", "lexical_gap", "multi_passage", "no_answer"]

@@ -23,7 +23,7 @@ def _score(run_file, out) -> dict:
                              "evals/judgments.jsonl", "--params", "params.yaml", "--out", str(out)],
                             cwd=REPO, env=env(), capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
-    return json.loads((out / "metrics.json").read_text())
+    return json.loads((out / "detail.json").read_text())
 
 
 def test_example_reproduces_the_committed_run_and_scores_the_same_by_offsets_and_text(tmp_path):

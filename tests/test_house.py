@@ -25,7 +25,9 @@ LAYERS = ("infrastructure", "config", "corpus", "retrieval", "scoring", "pipelin
 INFRASTRUCTURE = {"groundkit.errors", "groundkit.artifacts"}  # and every private groundkit._name module
 # The table of retriever kinds is configuration: it says what retrieve.retriever may name, and config
 # validates params against it. It imports no retriever's code (groundkit/retrieval/registry.py does).
-PLACED = {"groundkit.retrieval.kinds": "config"}
+# The report stage's step renders a report: it lives with the steps, the stage table names it as a
+# string, and no pipeline module imports it.
+PLACED = {"groundkit.retrieval.kinds": "config", "groundkit.pipeline.steps.report": "reports"}
 
 
 def module_name(path: Path) -> str:

@@ -245,7 +245,7 @@ def test_sweep_plot_refuses_files_it_did_not_write_and_replaces_its_own_with_for
     first = groundkit("sweep-plot", cwd=clone, umask=0o077)
     assert first.returncode == 0, first.stderr
     table = clone / "build" / "sweep.csv"
-    assert table.read_text().startswith("experiment,chunk.size,chunk.overlap,")
+    assert table.read_text().startswith("experiment,chunk_size,chunk_overlap,")
     assert stat.S_IMODE(table.stat().st_mode) == 0o600
     assert_refused(groundkit("sweep-plot", cwd=clone), Path("build/sweep.csv"),
                    "already holds a sweep table from an earlier `groundkit sweep-plot`")

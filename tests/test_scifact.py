@@ -210,7 +210,7 @@ def test_scifact_bm25_matches_independent_implementations_and_the_record(
     assert measured == pytest.approx(recorded, abs=5e-5), f"{setting}: measured {measured}, recorded {recorded}"
 
     # groundkit's own metrics agree where the definitions coincide (binary gain, one chunk per document).
-    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))["answerable"]
+    metrics = json.loads((out / "detail.json").read_text(encoding="utf-8"))["answerable"]
     assert metrics["queries"] == len(expected_qrels) == 300
     assert metrics["ndcg@10"] == pytest.approx(measured["nDCG@10"], abs=5e-5)
     full_rr = ir_measures.calc_aggregate([RR], qrels, run)[RR]

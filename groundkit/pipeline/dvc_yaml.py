@@ -58,6 +58,13 @@ plots:
       y:
         metrics/plots/categories.csv: category
       title: nDCG@10 per category
+  - Per query:
+      template: simple
+      x: position
+      y:
+        metrics/plots/queries.csv: ndcg@10
+      x_label: answerable queries, best first
+      y_label: nDCG@10
 """
 
 _WIDTH = 100
@@ -102,8 +109,9 @@ def stage_document(stage: Stage, root: Path = ROOT) -> dict[str, Any]:
         "desc": stage.about,
         "cmd": command(stage),
         "deps": [*code_deps(stage, root), *_data_deps(stage)],
-        "params": list(stage.params),
     }
+    if stage.params:
+        document["params"] = list(stage.params)
     for kind in ("outs", "metrics", "plots"):
         entries: list[Any] = []
         for output in stage.outputs:
@@ -145,7 +153,8 @@ def _stage_text(stage: Stage, root: Path) -> list[str]:
         if dep in data:
             lines += _comment(data[dep], "      ")
         lines.append(f"      - {dep}")
-    lines += ["    params:", *(f"      - {section}" for section in document["params"])]
+    if "params" in document:
+        lines += ["    params:", *(f"      - {section}" for section in document["params"])]
     for kind in ("outs", "metrics", "plots"):
         if kind not in document:
             continue

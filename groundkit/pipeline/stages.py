@@ -161,15 +161,17 @@ CHUNKS = Artifact("build/chunks.jsonl", "the chunks", sealed=True)
 INDEX = Artifact("build/index", "the BM25 index (a folder)")
 EMBEDDINGS = Artifact("build/embeddings", "the chunk embeddings, or a manifest saying none were needed (a folder)")
 RUN = Artifact("build/run.trec", "the run (TREC)", sealed=True)
-PASSAGES = Artifact("build/passages.jsonl", "an external run's passages, empty for other retrievers", sealed=True)
+PASSAGES = Artifact("build/passages", "a folder: passages.jsonl (an external run's passages, empty for other "
+                    "retrievers) and its seal")
+PASSAGES_FILE = "passages.jsonl"
+"""The file inside ``PASSAGES``: a folder, because DVC warns about every empty file it tracks, at each stage."""
 QRELS = Artifact("build/qrels.trec", "the chunk-level qrels (TREC)")
 RUN_METADATA = Artifact("metrics/run.json", "what was measured: input hashes, params, version", cache=False)
 PLOT_DATA = Artifact("metrics/plots", "the plot data (a folder of CSV files)", cache=False)
-METRICS = Artifact("metrics/metrics.json", "the metrics", dvc="metrics", cache=False)
-PER_QUERY = Artifact(
-    "metrics/per_query.csv", "one row of measures per query", dvc="plots", cache=False,
-    plot=(("x", "ndcg@10"), ("y", "query_id"), ("template", "bar_horizontal_sorted"), ("title", "nDCG@10 per query")),
-)
+METRICS = Artifact("metrics/metrics.json", "the headline metrics", dvc="metrics", cache=False)
+DETAIL = Artifact("metrics/detail.json", "every measure, overall and per category", cache=False)
+PER_QUERY = Artifact("metrics/per_query.csv", "one row of measures per query", cache=False)
+REPORT = Artifact("metrics/report.html", "the report: one self-contained HTML page")
 
 _STEPS = "groundkit.pipeline.steps"
 
@@ -254,11 +256,25 @@ STAGES: tuple[Stage, ...] = (
                 Input(VALIDATION, "--validation", "validation"),
                 Input(EXTERNAL_RUN, why="metrics/run.json records the external run file's name and SHA-256")),
         outputs=(Output(QRELS, "--qrels-out", "out_qrels"), Output(METRICS, "--metrics-out", "out_metrics"),
+                 Output(DETAIL, "--detail-out", "out_detail"),
                  Output(PER_QUERY, "--per-query-out", "out_per_query"),
                  Output(RUN_METADATA, "--run-metadata-out", "out_run_metadata"),
                  Output(PLOT_DATA, "--plots-out", "out_plots")),
         params=("chunk", "bm25", "tokenize", "retrieve", "dense", "hybrid", "score"),
         step_params={"params": ""},
+    ),
+    Stage(
+        name="report",
+        about="write the HTML report (charts, per-query table, gold quotes and retrieved chunks side by side)",
+        step=f"{_STEPS}.report",
+        inputs=(Input(PER_QUERY, "--per-query", "per_query"), Input(RUN_METADATA, "--run-metadata", "run_metadata"),
+                Input(PLOT_DATA, "--plots", "plots"), Input(DOCUMENTS, "--documents", "documents"),
+                Input(GOLD_SPANS, "--spans", "spans"), Input(CHUNKS, "--chunks", "chunks"),
+                Input(RUN, "--run", "run"), Input(PASSAGES, "--passages", "passages")),
+        outputs=(Output(REPORT, "--out", "out_report"),),
+        params=(),
+        note="The report of the workspace alone; `groundkit report metrics --baseline main`\n"
+             "writes one against another revision.",
     ),
 )
 

@@ -28,6 +28,7 @@ from groundkit.corpus.documents import corpus_hash
 from groundkit.corpus.judgments import load_judgments
 from groundkit.corpus.passage import Chunk, Excerpt
 from groundkit.errors import DatasetError, RunFileError
+from groundkit.pipeline.stages import PASSAGES, PASSAGES_FILE
 from groundkit.retrieval.trec import read_run
 
 RUN = "run.trec"
@@ -64,9 +65,9 @@ def export_beir(run_dir: str | Path, import_dir: str | Path, out: str | Path, *,
                            fix="export with the import whose corpus/ the run was made on")
     judgments = load_judgments(import_dir / IMPORT_JUDGMENTS)
     document = {c.chunk_id: c.document for c in read_models(run_dir / "chunks.jsonl", Chunk, producer="chunk")}
-    if (run_dir / "passages.jsonl").is_file():
-        document.update((p.passage_id, p.document)
-                        for p in read_models(run_dir / "passages.jsonl", Excerpt, producer="retrieve"))
+    passages = run_dir / PASSAGES.name / PASSAGES_FILE
+    if passages.is_file():
+        document.update((p.passage_id, p.document) for p in read_models(passages, Excerpt, producer="retrieve"))
     rankings = read_run(run_dir / RUN, [j.query_id for j in judgments], set(document),
                         listed_in="chunks.jsonl or passages.jsonl")
     ids = {name: _docno(import_dir, name) for name in set(document.values())}

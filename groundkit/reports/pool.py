@@ -19,7 +19,7 @@ review.csv over to the passages still in the pool, so a review is never lost; a 
 passage text changed (the document was edited) is dropped and counted.
 
 A run is a folder groundkit wrote (``groundkit run`` or ``score-run`` ``--out``, or a DVC
-workspace's ``build/``: run.trec with chunks.jsonl, passages.jsonl and gold_spans.jsonl beside
+workspace's ``build/``: run.trec with chunks.jsonl, passages/passages.jsonl and gold_spans.jsonl beside
 it) or an external run file (JSONL, the format of ``score-run``), which needs the corpus and
 the judgments to be read.
 """
@@ -37,7 +37,7 @@ from groundkit.artifacts import dumps_json, read_models
 from groundkit.corpus.passage import Chunk, Document, Excerpt, Passage
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import ReviewError
-from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES, RUN, written_by
+from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES, PASSAGES_FILE, RUN, written_by
 from groundkit.retrieval.external import read_external_run
 from groundkit.retrieval.trec import read_run
 
@@ -117,11 +117,11 @@ def read_folder(path: Path) -> RunFolder:
     documents = read_models(path / DOCUMENTS.name, Document, producer=written_by(DOCUMENTS))
     spans = read_models(path / GOLD_SPANS.name, ResolvedJudgment, producer=written_by(GOLD_SPANS))
     by_id: dict[str, Excerpt] = {}
-    for artifact, model in ((CHUNKS, Chunk), (PASSAGES, Excerpt)):
-        by_id.update((p.passage_id, p) for p in read_models(path / artifact.name, model,
-                                                             producer=written_by(artifact)))
+    for file, artifact, model in ((path / CHUNKS.name, CHUNKS, Chunk),
+                                  (path / PASSAGES.name / PASSAGES_FILE, PASSAGES, Excerpt)):
+        by_id.update((p.passage_id, p) for p in read_models(file, model, producer=written_by(artifact)))
     rankings = read_run(path / RUN.name, [j.query_id for j in spans], set(by_id),
-                        listed_in=f"{CHUNKS.name} or {PASSAGES.name}", producer=written_by(RUN))
+                        listed_in=f"{CHUNKS.name} or {PASSAGES_FILE}", producer=written_by(RUN))
     ranked = {q: [by_id[passage_id] for passage_id, _ in ranking] for q, ranking in rankings.items()}
     return RunFolder(RankedRun(run_name(path), ranked), spans, frozenset(d.document_id for d in documents))
 

@@ -30,6 +30,7 @@ from groundkit.errors import InputError, JSONLineError, MeasureError, SweepError
 from groundkit.scoring.measures import MEASURES
 
 METRICS_FILE = "metrics/metrics.json"
+DETAIL_FILE = "metrics/detail.json"
 RUN_FILE = "metrics/run.json"
 HASHES = ("judgments_hash", "corpus_hash")
 # Experiments DVC lists that have not produced results of their own (executor states of dvc exp show).
@@ -84,9 +85,19 @@ def _mismatch(metadata: dict[str, Any], reference: dict[str, Any]) -> str | None
     return None
 
 
+def _answerable(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The answerable figures of a metrics document: detail.json's block, or a flat headline metrics.json."""
+    block = metrics.get("answerable")
+    return block if isinstance(block, dict) else metrics
+
+
 def experiment_rows(shown: list[dict[str, Any]], params: list[str], run_json: RunReader,
-                    metrics_file: str = METRICS_FILE) -> Sweep:
-    """One row per comparable experiment of the baseline commit (and the commit itself), sorted by the params."""
+                    metrics_file: str = METRICS_FILE, detail: RunReader | None = None) -> Sweep:
+    """One row per comparable experiment of the baseline commit (and the commit itself), sorted by the params.
+
+    A row holds the figures of ``metrics_file`` as ``dvc exp show`` gives them, and every answerable
+    figure of the revision's detail.json when ``detail`` reads it.
+    """
     sweep = Sweep()
     seen: dict[str, str] = {}
     for commit in shown:
@@ -129,7 +140,9 @@ def experiment_rows(shown: list[dict[str, Any]], params: list[str], run_json: Ru
             row: dict[str, Any] = {"experiment": name}
             for p in params:
                 row[p] = _dig(_params(entry), p)
-            row.update(_metrics(entry, metrics_file).get("answerable", {}))
+            row.update(_answerable(_metrics(entry, metrics_file)))
+            more = detail(rev) if detail is not None else {}
+            row.update(_answerable(more) if isinstance(more, dict) else {})
             sweep.rows.append(row)
     for row in sweep.rows:
         missing = [p for p in params if row[p] is None]
@@ -158,6 +171,22 @@ def git_run_json(cwd: Path) -> RunReader:
     return read
 
 
+def git_detail(cwd: Path) -> RunReader:
+    """A reader of a revision's committed ``metrics/detail.json``: ``dvc exp show`` has only the headline."""
+
+    def read(rev: str) -> dict[str, Any] | str:
+        shown = subprocess.run(["git", "show", f"{rev}:{DETAIL_FILE}"], cwd=cwd, capture_output=True, check=False)
+        if shown.returncode != 0:
+            return f"no {DETAIL_FILE} in its commit"
+        try:
+            metrics = loads_line(shown.stdout.decode("utf-8"))
+        except (UnicodeDecodeError, JSONLineError):
+            return f"its {DETAIL_FILE} is not valid JSON"
+        return metrics if isinstance(metrics, dict) else f"its {DETAIL_FILE} is not a JSON object"
+
+    return read
+
+
 def _is_metric(name: str) -> bool:
     try:
         MEASURES.parse(name)
@@ -179,6 +208,11 @@ def dvc_exp_show(cwd: Path, error: type[InputError], where: str) -> list[dict[st
     return json.loads(shown.stdout)
 
 
+def plot_column(name: str) -> str:
+    """A CSV column name ``dvc plots`` can draw: Vega-Lite reads ``chunk.size`` as field ``size`` of ``chunk``."""
+    return name.replace(".", "_")
+
+
 def sweep_table(cwd: Path, params: list[str], out: Path, metrics: list[str]) -> tuple[str, list[tuple[str, str]]]:
     """Write the sweep CSV to ``out``; return it as a Markdown table, and what was left out and why."""
     for metric in metrics:
@@ -187,7 +221,7 @@ def sweep_table(cwd: Path, params: list[str], out: Path, metrics: list[str]) -> 
         except MeasureError as exc:
             raise SweepError("--metric", str(exc), fix="name a metric metrics.json reports, e.g. ndcg@10") from None
     shown = dvc_exp_show(cwd, SweepError, "dvc")
-    sweep = experiment_rows(shown, params, git_run_json(cwd))
+    sweep = experiment_rows(shown, params, git_run_json(cwd), detail=git_detail(cwd))
     rows = sweep.rows
     if not rows:
         raise SweepError(cwd, "has no experiments with metrics on this commit",
@@ -197,7 +231,8 @@ def sweep_table(cwd: Path, params: list[str], out: Path, metrics: list[str]) -> 
         raise SweepError("--metric", f"{unknown[0]!r} is not in metrics.json",
                          fix=f"use one of {[name for name in rows[0] if _is_metric(name)]}")
     columns = ["experiment", *params, *metrics]
-    atomic_write_text(out, csv_text(rows, columns))
+    named = [{plot_column(c): row[c] for c in columns} for row in rows]
+    atomic_write_text(out, csv_text(named, [plot_column(c) for c in columns]))
     lines = ["| " + " | ".join(columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
     for row in rows:
         cells = [f"{row[c]:.4f}" if isinstance(row[c], float) else str(row[c]) for c in columns]

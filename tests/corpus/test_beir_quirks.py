@@ -116,7 +116,7 @@ def test_odd_ids_run_score_and_export_with_their_own_ids(tmp_path, capsys):
     # Scored by ir_measures against the published qrels, the exported run gives groundkit's own figures.
     published = [ir_measures.Qrel(q, d, int(s)) for q, d, s in (line.split("\t") for line in QRELS)]
     reference = ir_measures.calc_aggregate([nDCG @ 10, nDCG @ 3, RR, Success @ 1], published, run)
-    metrics = json.loads((out / "metrics.json").read_text())["answerable"]
+    metrics = json.loads((out / "detail.json").read_text())["answerable"]
     for measure, name in ((nDCG @ 10, "ndcg@10"), (nDCG @ 3, "ndcg@3"), (RR, "mrr"), (Success @ 1, "recall@1")):
         assert abs(metrics[name] - reference[measure]) <= 5e-7, name
     assert metrics["ndcg@10"] < 1.0  # graded: the grade-2 and grade-3 documents are not all ranked first
@@ -202,5 +202,5 @@ def test_a_query_sharing_its_id_with_a_document_never_retrieves_it(tmp_path, kee
               if line.startswith("arg1 ")]
     # The query is arg1's own text: kept, arg1 ranks first and pushes the counter-argument down.
     assert ranked[0] == ("arg1.txt" if keep else "arg2.txt") and ("arg1.txt" in ranked) is keep
-    mrr = json.loads((out / "metrics.json").read_text())["answerable"]["mrr"]
+    mrr = json.loads((out / "detail.json").read_text())["answerable"]["mrr"]
     assert mrr == (0.75 if keep else 1.0)

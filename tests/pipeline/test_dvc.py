@@ -15,7 +15,7 @@ from tests.dvc_helpers import clone_working_tree, repro, run, tree_digest
 
 pytestmark = pytest.mark.integration
 
-ALL_STAGES = {"validate-judgments", "resolve-spans", "chunk", "index", "embed", "retrieve", "score"}
+ALL_STAGES = {"validate-judgments", "resolve-spans", "chunk", "index", "embed", "retrieve", "score", "report"}
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_caching_rules(tmp_path_factory):
     assert repro(repo)[0] == ALL_STAGES
 
     _edit_params(repo, "retrieve", "depth", 50)
-    assert repro(repo)[0] == {"retrieve", "score"}
+    assert repro(repo)[0] == {"retrieve", "score", "report"}
 
     _edit_params(repo, "bm25", "k1", 0.9)
     ran = repro(repo)[0]
@@ -102,7 +102,7 @@ def test_external_run_through_dvc_equals_score_run(tmp_path_factory, tmp_path):
     repo = clone_working_tree(tmp_path_factory.mktemp("external") / "repo")
     assert repro(repo)[0] == ALL_STAGES
     _edit_params(repo, "retrieve", "retriever", "external")
-    assert repro(repo)[0] == {"embed", "retrieve", "score"}
+    assert repro(repo)[0] == {"embed", "retrieve", "score", "report"}
     out = tmp_path / "out"
     run(["groundkit", "score-run", "examples/runs/langchain_example.jsonl", "--corpus", "evals/corpus",
          "--judgments", "evals/judgments.jsonl", "--params", "params.yaml", "--out", str(out)], repo)
@@ -118,7 +118,7 @@ def test_external_run_through_dvc_equals_score_run(tmp_path_factory, tmp_path):
     built = tree_digest(repo / "build")
     example.write_text("".join(json.dumps(json.loads(line), separators=(",", ":")) + "\n"
                                for line in example.read_text().splitlines()))
-    assert repro(repo)[0] == {"retrieve", "score"}
+    assert repro(repo)[0] == {"retrieve", "score", "report"}
     assert tree_digest(repo / "build") == built
     example.write_text("".join(line for line in example.read_text().splitlines(keepends=True)
                                if '"q001"' not in line))

@@ -300,7 +300,7 @@ def test_compare_revision_against_experiment(experiments):
     report = json.loads(result.stdout)
     assert report["params_changed"] == {"chunk.size": [800, 200]}
     overall = {s["metric"]: s for s in report["overall"]}
-    committed = json.loads((experiments / "metrics" / "metrics.json").read_text())["answerable"]
+    committed = json.loads((experiments / "metrics" / "detail.json").read_text())["answerable"]
     assert overall["ndcg@10"]["baseline"] == pytest.approx(committed["ndcg@10"], abs=1e-6)
     assert overall["ndcg@10"]["queries"] == 144
     assert overall["ndcg@10"]["delta"] < 0 and overall["ndcg@10"]["p_value"] < 0.05

@@ -141,7 +141,8 @@ def test_sweep_plot_keeps_comparable_experiments_once_and_says_what_it_left_out(
                  sweep_repo)
     table = [line.split(" | ")[0].strip("| ") for line in result.stdout.splitlines()[2:]]
     assert table == ["small", "main"]  # chunk.size 60, then the committed 800; main only once
-    assert out.read_text(encoding="utf-8").splitlines()[0] == "experiment,chunk.size,ndcg@10"
+    # The CSV names chunk.size chunk_size: Vega-Lite would read the dot as a nested field and draw nothing.
+    assert out.read_text(encoding="utf-8").splitlines()[0] == "experiment,chunk_size,ndcg@10"
     lines = result.stderr.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("left out 4 "))
     left_out = dict(line.strip().split(": ", 1) for line in lines[start + 1:start + 5])

@@ -191,7 +191,7 @@ def test_score_run_command(tiny_corpus, tmp_path):
             "--out", str(out), *LENIENT]
     ok = subprocess.run(args, capture_output=True, text=True, env=env(), check=False)
     assert ok.returncode == 0, ok.stderr
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = json.loads((out / "detail.json").read_text())
     assert metrics["answerable"]["mrr"] == pytest.approx(0.833333)
     assert metrics["by_category"]["no_answer"] == {"queries": 1, "abstained": 1, "abstention_rate": 1.0}
     params = json.loads((out / "run.json").read_text())["params"]
@@ -217,7 +217,7 @@ def test_score_run_takes_its_path_literally(tiny_corpus, tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)
     code = main(["score-run", name, "--corpus", str(corpus), "--judgments", str(judgments), "--out", "out", *LENIENT])
     assert code == 0, capsys.readouterr().err
-    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["answerable"]["mrr"] == pytest.approx(5 / 6)
+    assert json.loads((tmp_path / "out" / "detail.json").read_text())["answerable"]["mrr"] == pytest.approx(5 / 6)
     recorded = json.loads((tmp_path / "out" / "run.json").read_text())["external_run"]
     assert recorded == {"name": name, "sha256": file_sha256(run_file)}
 
@@ -325,7 +325,7 @@ def test_exported_trec_files_of_an_external_run_agree_with_ir_measures(tiny_corp
     with (out / "per_query.csv").open(encoding="utf-8") as handle:
         rows = {r["query_id"]: r for r in csv.DictReader(handle) if r["category"] != "no_answer"}
     assert sorted(rows) == sorted(by_query)
-    summary = json.loads((out / "metrics.json").read_text())["answerable"]
+    summary = json.loads((out / "detail.json").read_text())["answerable"]
     for measure, name in names.items():
         # trec_eval leaves out a query the run does not mention (q5); groundkit and the qrels count it as 0.
         values = {q: reference.get((q, measure), 0.0) for q in by_query}

@@ -176,7 +176,7 @@ def test_python_retriever_through_the_command_line(tiny_corpus, tmp_path):
          "--set", "retrieve.retriever=python:tests.tiny_retriever:make", "--set", "retrieve.options={word: snapshot}"],
         capture_output=True, text=True, env=env(), cwd=REPO, check=False)
     assert result.returncode == 0, result.stderr
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = json.loads((out / "detail.json").read_text())
     # Every query gets the same ranking: the chunks mentioning "snapshot", most mentions first.
     # It holds no backup chunk for q1 and not "Write skew" for q3; q4 (no_answer) gets results, so no abstention.
     assert metrics["by_category"]["factoid"]["recall@3"] == 0.0

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_write_lines, model_line, read_models
+from groundkit.artifacts import atomic_directory, atomic_write_lines, model_line, read_models
 from groundkit.corpus.passage import Chunk, Document
 from groundkit.corpus.spans import ResolvedJudgment
-from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, written_by
+from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES_FILE, written_by
 from groundkit.retrieval.kinds import Run, Sources, kind_of
 from groundkit.retrieval.registry import retrieve
 from groundkit.retrieval.trec import run_lines
@@ -31,8 +31,8 @@ def run(
 ) -> Run:
     """Rank passages for every judgment's query with the retriever ``retrieve.retriever`` names.
 
-    Writes a TREC run and ``passages.jsonl``: the passages ranked that are not
-    chunks (an external run's), empty when the chunks are what was ranked. A
+    Writes a TREC run and a folder holding ``passages.jsonl``: the passages ranked that
+    are not chunks (an external run's), empty when the chunks are what was ranked. A
     judgment's ``exclude_documents`` leave its ranking here, before the run is written.
     """
 
@@ -49,7 +49,8 @@ def run(
         # Applied to the run itself, so the exported run.trec scores the same in ir_measures as here.
         kind = kind_of(params.retrieve.retriever)
         ranked = ranked.excluding(excluded, sources.chunks() if kind.searches else ranked.passages)
-    atomic_write_lines(out_passages, (model_line(p) for p in ranked.passages), seal=True)
+    with atomic_directory(out_passages) as folder:
+        atomic_write_lines(folder / PASSAGES_FILE, (model_line(p) for p in ranked.passages), seal=True)
     atomic_write_lines(out_run, run_lines(ranked.rankings, kind_of(params.retrieve.retriever).run_tag), seal=True)
     return ranked
 

@@ -1,0 +1,210 @@
+"""groundkit from Python: evaluate, score, load and compare runs, with results as pandas DataFrames.
+
+What the command line does, for a notebook::
+
+    import groundkit as gk
+
+    base = gk.evaluate("evals/corpus", "evals/judgments.jsonl", params="params.yaml")
+    small = gk.evaluate("evals/corpus", "evals/judgments.jsonl", params="params.yaml", set={"chunk.size": 400})
+    base.per_query        # one row per query: its category, first gold rank and every metric
+    base.by_category      # one row per category: the mean of every metric over its answerable queries
+    gk.compare_runs(base, small)  # one row per candidate and metric: delta, 95% CI, p
+
+A retriever is a name of ``retrieve.retriever`` (``"bm25"``, ``"dense"``, ...), an object with
+``search(query, depth)`` returning ``(chunk_id, score)`` pairs best first, or a factory
+``(chunks, options)`` that returns one: the contract of a ``python:`` retriever
+(groundkit/retrieval/registry.py), checked the same way. Each run writes the
+artifacts of ``groundkit run`` into ``out`` (a new temporary folder when none is given), so
+``Results.report()`` can show its passages.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import types
+from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from groundkit.errors import RetrieverError
+from groundkit.reports.compare import NO_ANSWER, Side, compare, read_side
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+PLUGIN_MODULE = "groundkit_notebook"
+"""The module name a retriever object is reached under while it runs (``python:groundkit_notebook:NAME``)."""
+
+
+@dataclass(frozen=True)
+class Results:
+    """One scored run: its per-query results and where they came from.
+
+    Attributes:
+        name: The run's label (the folder, revision or experiment it was read from).
+        side: The per-query values as ``groundkit compare`` reads them.
+        folder: The run's folder, when it has one (``evaluate``, ``score_file``, a folder given to ``load``).
+    """
+
+    name: str
+    side: Side
+    folder: Path | None = None
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """The mean of every metric over the answerable queries, from the per-query values."""
+        frame = self.per_query
+        answerable = frame[frame["category"] != NO_ANSWER]
+        return {m: float(answerable[m].mean()) for m in self.side.metric_names}
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        """One row per query, indexed by query id: query, category, first gold rank, abstained, every metric.
+
+        ``first_gold_rank`` is missing (``<NA>``) where no gold passage was retrieved; metrics are NaN for
+        no-answer queries, which have no gold.
+        """
+        import pandas as pd
+
+        side = self.side
+        frame = pd.DataFrame(side.values, columns=side.metric_names)
+        ranks = [None if r == float("inf") else int(r) for r in side.first_gold_rank]
+        frame.insert(0, "abstained", side.abstained)
+        frame.insert(0, "first_gold_rank", pd.array(ranks, dtype="Int64"))
+        frame.insert(0, "category", side.categories)
+        frame.insert(0, "query", side.queries)
+        frame.index = pd.Index(list(side.position), name="query_id")
+        return frame
+
+    @property
+    def by_category(self) -> pd.DataFrame:
+        """One row per answerable category: its number of queries and the mean of every metric."""
+        frame = self.per_query
+        answerable = frame[frame["category"] != NO_ANSWER]
+        grouped = answerable.groupby("category", sort=True)
+        table = grouped[self.side.metric_names].mean()
+        table.insert(0, "queries", grouped.size())
+        return table
+
+    def report(self, out: str | Path, *, baseline: Results | None = None) -> Path:
+        """Write the HTML report of this run (against ``baseline``) to ``out``; return its path.
+
+        ``out`` must be new or a report groundkit wrote; anything else is refused, untouched.
+        """
+        from groundkit._outputs import check_file
+        from groundkit.artifacts import atomic_write_text
+        from groundkit.reports.evidence import locate
+        from groundkit.reports.html import Input, checked, is_report, render
+
+        def page_input(results: Results) -> Input:
+            spec = str(results.folder) if results.folder is not None else results.name
+            evidence, note = checked(results.side, locate(spec, Path.cwd()))
+            return Input(results.side, evidence, note, [])
+
+        check_file(Path(out), command="report", what="a groundkit report", force=True, recognise=is_report,
+                   inputs={})
+        run = page_input(self)
+        base = page_input(baseline) if baseline is not None else None
+        comparison = compare(baseline.side, self.side, gate=[]) if baseline is not None else None
+        atomic_write_text(Path(out), render(run, base, comparison))
+        return Path(out)
+
+
+def _overrides(values: Mapping[str, Any] | Iterable[str]) -> list[str]:
+    if isinstance(values, Mapping):
+        return [f"{key}={value}" for key, value in values.items()]
+    return list(values)
+
+
+@contextmanager
+def _as_plugin(retriever: Any) -> Any:
+    """A retriever object reachable as ``python:groundkit_notebook:NAME`` while the run lasts."""
+    if retriever is None or isinstance(retriever, str):
+        yield retriever
+        return
+    if callable(getattr(retriever, "search", None)):
+        factory, named = (lambda chunks, options: retriever), type(retriever).__name__
+    elif callable(retriever):
+        factory, named = retriever, getattr(retriever, "__name__", "")
+    else:
+        raise RetrieverError("retriever", f"{type(retriever).__name__} has no search(query, depth) method",
+                             fix="pass a retriever name such as 'bm25', an object with search(query, depth) "
+                                 "returning (chunk_id, score) pairs best first, or a factory(chunks, options) "
+                                 "that returns one")
+    name = named if named.isidentifier() else "retriever"
+    module = types.ModuleType(PLUGIN_MODULE)
+    setattr(module, name, factory)
+    previous = sys.modules.get(PLUGIN_MODULE)
+    sys.modules[PLUGIN_MODULE] = module
+    try:
+        yield f"python:{PLUGIN_MODULE}:{name}"
+    finally:
+        if previous is None:
+            sys.modules.pop(PLUGIN_MODULE, None)
+        else:
+            sys.modules[PLUGIN_MODULE] = previous
+
+
+def _run(corpus: str | Path, judgments: str | Path, params: str | Path | None, overrides: list[str],
+         out: str | Path | None, command: str) -> Results:
+    from groundkit.config import load_params
+    from groundkit.pipeline.runner import run
+
+    folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="groundkit-"))
+    run(corpus, judgments, load_params(params, overrides), folder, command=command,
+        inputs={"the params file": params})
+    return Results(folder.name, replace(read_side(str(folder), cwd=Path.cwd()), label=folder.name), folder)
+
+
+def evaluate(corpus: str | Path, judgments: str | Path, retriever: Any = None, *, params: str | Path | None = None,
+             set: Mapping[str, Any] | Iterable[str] = (), out: str | Path | None = None) -> Results:
+    """Evaluate ``judgments`` on ``corpus``, as ``groundkit run`` does, and return the results.
+
+    Args:
+        retriever: A ``retrieve.retriever`` name, an object with ``search(query, depth)``, or a factory
+            ``(chunks, options)`` returning one; None keeps the params' own.
+        params: A params.yaml (the defaults when None).
+        set: Overrides, ``{"chunk.size": 400}`` or ``["chunk.size=400"]``, as ``--set`` gives them.
+        out: The folder for the artifacts: new, empty, or one groundkit wrote (a temporary one when None).
+    """
+    overrides = _overrides(set)
+    with _as_plugin(retriever) as name:
+        if name is not None:
+            overrides.append(f"retrieve.retriever={name}")
+        return _run(corpus, judgments, params, overrides, out, "run")
+
+
+def score_file(run_file: str | Path, corpus: str | Path, judgments: str | Path, *, params: str | Path | None = None,
+               set: Mapping[str, Any] | Iterable[str] = (), out: str | Path | None = None) -> Results:
+    """Score another system's run file (JSONL, the format of ``groundkit score-run``) and return the results."""
+    overrides = [*_overrides(set), "retrieve.retriever=external", f"retrieve.run={run_file}"]
+    return _run(corpus, judgments, params, overrides, out, "score-run")
+
+
+def load_results(spec: str | Path, *, cwd: str | Path = ".", metrics_dir: str = "metrics") -> Results:
+    """The results of a run folder, a workspace's metrics/, a git revision or a DVC experiment name."""
+    side = read_side(str(spec), cwd=Path(cwd), metrics_dir=metrics_dir)
+    folder = Path(spec) if Path(spec).is_dir() else None
+    return Results(str(spec), side, folder)
+
+
+def compare_runs(baseline: Results, *candidates: Results, alpha: float = 0.05) -> pd.DataFrame:
+    """Each candidate against ``baseline``, query by query, as ``groundkit compare`` does it.
+
+    Returns one row per candidate and metric: the two means, the delta, its 95% confidence interval
+    (paired bootstrap) and p-value (paired randomization test), and whether p < ``alpha``.
+    """
+    import pandas as pd
+
+    rows = []
+    for candidate in candidates:
+        result = compare(baseline.side, candidate.side, gate=[], alpha=alpha)
+        for stat in result.overall:
+            rows.append({"candidate": candidate.name, "metric": stat.metric, "baseline": stat.baseline,
+                         "value": stat.candidate, "delta": stat.delta, "ci_low": stat.ci_low,
+                         "ci_high": stat.ci_high, "p_value": stat.p_value,
+                         "significant": stat.p_value is not None and stat.p_value < alpha})
+    return pd.DataFrame(rows).set_index(["candidate", "metric"])

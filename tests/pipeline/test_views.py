@@ -1,0 +1,114 @@
+"""What DVC shows a person: quiet repro, narrow metrics tables, params DVC writes back as they were.
+
+Everything runs real DVC in the session's sweep clone (tests/conftest.py). Terminal tables are read
+through a pseudo-terminal 80 columns wide, as a person at a default terminal sees them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fcntl
+import json
+import os
+import pty
+import re
+import struct
+import subprocess
+import termios
+
+import pytest
+
+from tests.dvc_helpers import env, run
+
+pytestmark = pytest.mark.integration
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# README's recipes, as written there.
+EXP_SHOW_QUALITY = ["dvc", "exp", "show", "--no-pager", "--only-changed", "--drop", "Created|.*/|mrr|recall"]
+EXP_SHOW_BUDGET = ["dvc", "exp", "show", "--no-pager", "--only-changed", "--drop", "Created|.*/|mrr|ndcg|recall@10$"]
+
+
+def at_80_columns(cmd: list[str], cwd) -> list[str]:
+    """The lines ``cmd`` prints to a terminal 80 columns wide, colours removed."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 80, 0, 0))
+    process = subprocess.Popen(cmd, cwd=cwd, env=env(COLUMNS="80", LINES="40"), stdin=follower, stdout=follower,
+                               stderr=follower, close_fds=True)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the other end closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert process.wait(timeout=120) == 0, b"".join(chunks).decode()
+    text = ANSI.sub("", b"".join(chunks).decode("utf-8").replace("\r", ""))
+    return [line.rstrip() for line in text.splitlines() if line.strip()]
+
+
+def test_the_default_pipeline_runs_without_a_warning(sweep_clone):
+    assert "Running stage 'report'" in sweep_clone.repro_output
+    assert "WARNING" not in sweep_clone.repro_output and "is empty" not in sweep_clone.repro_output
+
+
+def test_dvc_metrics_show_is_one_narrow_row_of_headline_figures(sweep_clone):
+    lines = at_80_columns(["dvc", "metrics", "show"], sweep_clone.repo)
+    assert lines[0].split() == ["Path", "mrr", "ndcg@10", "recall@10", "recall@1000chars"]
+    committed = json.loads((sweep_clone.repo / "metrics" / "metrics.json").read_text(encoding="utf-8"))
+    assert lines[1].split() == ["metrics/metrics.json", *(f"{committed[k]:.5f}".rstrip("0") for k in
+                                                          ("mrr", "ndcg@10", "recall@10", "recall@1000chars"))]
+    assert len(lines) == 2 and max(map(len, lines)) <= 80
+
+
+@pytest.mark.parametrize(("recipe", "metric"), [(EXP_SHOW_QUALITY, "ndcg@10"), (EXP_SHOW_BUDGET, "recall@1000chars")])
+def test_readme_exp_show_recipes_fit_80_columns_uncollapsed(sweep_clone, recipe, metric):
+    lines = at_80_columns(recipe, sweep_clone.repo)
+    table = [line for line in lines if not set(line.strip()) <= {"─"}]
+    assert table[0].split() == ["Experiment", metric, "chunk.size", "chunk.overlap"]
+    assert not any("…" in line for line in lines) and max(map(len, lines)) <= 80
+    rows = {cells[-4].strip("[]"): cells[-3:] for cells in (line.split() for line in table[1:])}
+    assert rows["s400"][1:] == ["400", "0"] and rows["s1200"][1:] == ["1200", "100"]
+    for name in ("s400", "s1200"):
+        assert float(rows[name][0]) == pytest.approx(sweep_clone.metrics_after[name][metric], abs=1e-5)
+
+
+def test_exp_run_set_writes_params_yaml_back_unchanged_but_for_the_value(sweep_clone):
+    before = sweep_clone.params_before.splitlines()
+    for name, changed in (("s400", {"size": "400"}), ("s1200", {"size": "1200", "overlap": "100"})):
+        diff = [line for line in difflib.ndiff(before, sweep_clone.params_after[name].splitlines())
+                if line[:1] in "+-"]
+        removed = [line[2:] for line in diff if line[0] == "-"]
+        added = [line[2:] for line in diff if line[0] == "+"]
+        assert len(removed) == len(added) == len(changed), diff
+        for old, new in zip(removed, added, strict=True):
+            key = old.split(":")[0].strip()
+            # The value changes; the key, the comment and every other line stay (the comment keeps its column).
+            assert new.split() == re.sub(r"(:\s*)\S+", rf"\g<1>{changed[key]}", old, count=1).split(), (old, new)
+            assert new.index("#") == old.index("#")
+
+
+def test_plots_data_lists_the_readable_plots(sweep_clone):
+    shown = json.loads(run(["dvc", "plots", "show", "--json"], sweep_clone.repo).stdout)
+    assert sorted(shown["data"]) == ["Hit rate against context budget", "Hit rate against k", "Per category",
+                                     "Per query"]
+    per_query = shown["data"]["Per query"][0]["content"]["data"]["values"]
+    # One point per answerable query, best first: 144 points on one line, not 162 labels on one axis.
+    assert len(per_query) == 144 and per_query[0]["position"] == "1"
+    values = [float(p["ndcg@10"]) for p in per_query]
+    assert values == sorted(values, reverse=True)
+
+
+def test_dvc_plots_output_folder_is_ignored(sweep_clone):
+    ignored = run(["git", "check-ignore", "dvc_plots/index.html"], sweep_clone.repo, check=False)
+    assert ignored.returncode == 0
+
+
+def test_groundkit_version():
+    shown = subprocess.run(["groundkit", "--version"], capture_output=True, text=True, env=env(), check=True)
+    import groundkit
+
+    assert shown.stdout == f"groundkit {groundkit.__version__}\n"

@@ -1,0 +1,181 @@
+"""`groundkit report`: the page's data worked out by hand on the tiny corpus, escaping, determinism, errors."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from groundkit.cli import main
+from groundkit.reports.compare import read_side
+from groundkit.reports.html import MARKER, _hit_curve, headline_names, page_data, read_input
+from tests.conftest import write_judgments, write_tiny_corpus
+
+HOSTILE_DOC = ('Plain start.\n</script><script>document.title="pwned"</script>\n'
+               '<img src=x onerror="document.title=\'pwned2\'"> & the rest.\n')
+HOSTILE_QUOTE = '<script>document.title="pwned"</script>'
+HOSTILE_QUERY = '<b>bold</b> </script> query & "quotes"'
+
+
+def _run(corpus: Path, judgments: Path, out: Path, *sets: str) -> Path:
+    args = ["run", "--corpus", str(corpus), "--judgments", str(judgments), "--set", "audit.max_trivial_share=1.0"]
+    for item in sets:
+        args += ["--set", item]
+    assert main([*args, "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> dict[str, Path]:
+    """The tiny corpus run with 60-character chunks (the candidate) and 200-character ones (the baseline)."""
+    root = tmp_path_factory.mktemp("tiny")
+    corpus, judgments = write_tiny_corpus(root / "corpus", root / "judgments.jsonl")
+    return {"small": _run(corpus, judgments, root / "small", "chunk.size=60"),
+            "large": _run(corpus, judgments, root / "large", "chunk.size=200"), "root": root}
+
+
+def _data(html: str) -> dict:
+    found = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
+    assert found is not None
+    return json.loads(found.group(1))
+
+
+def test_rows_ranks_and_moves_against_the_baseline(tiny, monkeypatch):
+    monkeypatch.chdir(tiny["root"])
+    run, base = read_input("small", Path.cwd()), read_input("large", Path.cwd())
+    data = page_data(run, base, None)
+    rows = {q["id"]: q for q in data["queries"]}
+    # per_query.csv of both runs: q1 and q2 find gold at rank 1 in both; q3 finds none; q4 is no_answer.
+    assert [rows[q]["rank"] for q in ("q1", "q2", "q3", "q4")] == [[1, 1], [1, 1], [None, None], [None, None]]
+    assert [rows[q]["move"] for q in ("q1", "q2", "q3", "q4")] == ["", "", "", ""]
+    assert [rows[q]["missed"] for q in ("q1", "q2", "q3", "q4")] == [False, False, True, False]
+    assert rows["q4"]["abstained"] == [True, True] and rows["q4"]["ndcg"] == [None, None]
+    assert data["ndcgMetric"] == "ndcg@10" and data["hitMetric"] == "recall@10"
+
+
+def test_gold_quotes_and_the_chunks_that_cut_them(tiny, monkeypatch):
+    monkeypatch.chdir(tiny["root"])
+    data = page_data(read_input("small", Path.cwd()), read_input("large", Path.cwd()), None)
+    q2 = next(q for q in data["queries"] if q["id"] == "q2")
+    # "receives a snapshot instead of log entries" is [18, 60) of ops/replicas.md (125 characters). The
+    # 60-character windows end at 52 and 113 (a window never cuts a word): two chunks hold parts of it;
+    # the 200-character window [0, 125) holds it whole.
+    quote = next(g for g in q2["gold"] if g["start"] == 18)
+    assert (quote["doc"], quote["end"]) == ("ops/replicas.md", 60)
+    baseline_chunks, run_chunks = quote["held"]
+    assert [c[:2] for c in run_chunks] == [[0, 52], [53, 113]]
+    assert [c[:2] for c in baseline_chunks] == [[0, 125]] and baseline_chunks[0][2] == 1
+    # The page keeps the document text it shows: the quote is in it, at its offsets.
+    pieces = data["text"]["ops/replicas.md"]
+    text = "".join(t for _, t in pieces) if pieces[0][0] == 0 else ""
+    assert text[18:60] == "receives a snapshot instead of log entries"
+
+
+def test_top_passages_carry_their_rank_in_the_other_run(tiny, monkeypatch):
+    monkeypatch.chdir(tiny["root"])
+    data = page_data(read_input("small", Path.cwd()), read_input("large", Path.cwd()), None, top_k=2)
+    q1 = next(q for q in data["queries"] if q["id"] == "q1")
+    run_trec = (tiny["small"] / "run.trec").read_text().splitlines()
+    top = [line.split()[2] for line in run_trec if line.startswith("q1 ")][:2]
+    assert [row[0] for row in q1["top"]] == top
+    # Chunk ids name their content, so a 60-character chunk is never among the 200-character run's.
+    assert [row[1] for row in q1["top"]] == [None, None]
+    doc, start, end = data["passages"][top[0]]
+    assert (doc, start, end) == ("ops/backup.md", 59, 117)  # holds "Incremental backups run hourly" [67, 97)
+
+
+def test_hit_rate_curve_by_hand(tiny, monkeypatch):
+    monkeypatch.chdir(tiny["root"])
+    side = read_side("small", cwd=Path.cwd())
+    curve = dict(_hit_curve(side))
+    # Three answerable queries: q1 and q2 at rank 1, q3 never: 2/3 at every k.
+    assert curve[1.0] == pytest.approx(2 / 3) and curve[100.0] == pytest.approx(2 / 3)
+    assert headline_names(side) == ["ndcg@10", "recall@10", "mrr", "recall@1000chars"]
+
+
+def test_the_cli_writes_one_self_contained_deterministic_page(tiny, monkeypatch, capsys):
+    monkeypatch.chdir(tiny["root"])
+    assert main(["report", "small", "--baseline", "large", "--out", "a.html"]) == 0
+    assert main(["report", "small", "--baseline", "large", "--out", "b.html"]) == 0
+    first = (tiny["root"] / "a.html").read_bytes()
+    assert first == (tiny["root"] / "b.html").read_bytes()
+    html = first.decode("utf-8")
+    assert MARKER in html and str(tiny["root"]) not in html
+    # Nothing to fetch: no URL to load from, no external script, style or font.
+    assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', html) and "@import" not in html
+    assert "@font-face" not in html and "<link" not in html
+    assert "report written to a.html" in capsys.readouterr().out
+    # A second run without --force refuses; with it, replaces.
+    assert main(["report", "small", "--out", "a.html"]) == 1
+    assert "pass --force" in capsys.readouterr().err
+    assert main(["report", "small", "--out", "a.html", "--force"]) == 0
+
+
+def test_report_refuses_to_overwrite_what_it_did_not_write(tiny, monkeypatch, capsys):
+    monkeypatch.chdir(tiny["root"])
+    (tiny["root"] / "notes.html").write_text("<p>mine</p>", encoding="utf-8")
+    assert main(["report", "small", "--out", "notes.html", "--force"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("error: ") == 1 and "notes.html" in err and "fix:" in err
+    assert (tiny["root"] / "notes.html").read_text(encoding="utf-8") == "<p>mine</p>"
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--top-k", "0"], "--top-k: '0' is not a whole number from 1"),
+    (["--alpha", "2"], "--alpha: must be strictly between 0 and 1"),
+    (["--baseline", "no-such-run"], "no-such-run: is neither a directory, a git revision nor a DVC experiment"),
+])
+def test_bad_options_give_one_message(tiny, monkeypatch, capsys, args, expected):
+    monkeypatch.chdir(tiny["root"])
+    assert main(["report", "small", *args, "--out", "x.html"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {expected}") and err.count("error: ") == 1 and "\n  fix: " in err
+    assert not (tiny["root"] / "x.html").exists()
+
+
+def test_artifacts_of_another_run_are_not_shown_as_this_ones(tiny, monkeypatch):
+    monkeypatch.chdir(tiny["root"])
+    mixed = tiny["root"] / "mixed"
+    shutil.copytree(tiny["small"], mixed)
+    for name in ("chunks.jsonl", "chunks.jsonl.sha256", "run.trec", "run.trec.sha256"):
+        shutil.copy2(tiny["large"] / name, mixed / name)  # per_query.csv stays the 60-character run's
+    side = read_input("mixed", Path.cwd())
+    assert side.evidence is None
+    # Both runs find q1's and q2's gold at rank 1, so the ranks agree; the lengths do not: the 200-character
+    # run's first passage for q1 is all of ops/backup.md (126 characters), the 60-character one [59, 117).
+    assert "do not match its per_query.csv (their top 1 passages for query 'q1' hold 126 characters, " \
+           "per_query.csv says 58" in side.note
+    data = page_data(side, None, None)
+    assert data["notes"] == [side.note] and "top" not in data["queries"][0]
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory) -> Path:
+    return hostile_report(tmp_path_factory.mktemp("hostile"))
+
+
+def hostile_report(root: Path) -> Path:
+    """The report of a run over a document and a query that hold HTML meant to run as script."""
+    corpus = root / "corpus"
+    corpus.mkdir()
+    (corpus / "evil.md").write_text(HOSTILE_DOC, encoding="utf-8")
+    (corpus / "plain.md").write_text("Nothing to see in this plain document about gardens.\n", encoding="utf-8")
+    judgments = write_judgments(root / "judgments.jsonl", [
+        {"query_id": "q1", "query": HOSTILE_QUERY + " script title pwned", "category": "factoid",
+         "gold": [{"document": "evil.md", "quote": HOSTILE_QUOTE}]}])
+    _run(corpus, judgments, root / "run")
+    assert main(["report", str(root / "run"), "--out", str(root / "report.html")]) == 0
+    return root / "report.html"
+
+
+def test_hostile_text_is_escaped_in_the_page(hostile):
+    html = hostile.read_text(encoding="utf-8")
+    # The only <script> elements are the page's own two; user text never closes or opens one.
+    assert html.count("<script") == 2 and html.count("</script>") == 2
+    assert "<img src=x" not in html and "<b>bold</b>" not in html
+    data = _data(html)
+    assert data["queries"][0]["query"].startswith(HOSTILE_QUERY)
+    assert "".join(t for _, t in data["text"]["evil.md"]).find(HOSTILE_QUOTE) > 0

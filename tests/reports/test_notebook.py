@@ -1,0 +1,133 @@
+"""The Python API: DataFrames that equal per_query.csv, retrievers as objects, README's block as written."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import groundkit as gk
+from groundkit.errors import RetrieverError
+from groundkit.reports.notebook import PLUGIN_MODULE
+from tests.conftest import REPO, write_tiny_corpus
+
+AUDIT_OFF = {"audit.max_trivial_share": 1.0}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("notebook")
+    corpus, judgments = write_tiny_corpus(root / "corpus", root / "judgments.jsonl")
+    return {"corpus": corpus, "judgments": judgments, "root": root,
+            "small": gk.evaluate(corpus, judgments, set={**AUDIT_OFF, "chunk.size": 60}, out=root / "small")}
+
+
+def test_per_query_is_per_query_csv(tiny):
+    results = tiny["small"]
+    with (results.folder / "per_query.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    frame = results.per_query
+    assert list(frame.index) == [r["query_id"] for r in rows] == ["q1", "q2", "q3", "q4"]
+    assert list(frame["category"]) == ["factoid", "multi_passage", "lexical_gap", "no_answer"]
+    assert frame["first_gold_rank"].tolist() == [1, 1, pd.NA, pd.NA]
+    assert frame["abstained"].tolist() == [False, False, False, True]
+    assert frame.loc["q2", "ndcg@10"] == float(rows[1]["ndcg@10"])
+    assert frame.loc["q4"].isna()["mrr"]  # no gold, no metric
+
+
+def test_by_category_and_metrics_are_means_of_the_answerable_queries(tiny):
+    results = tiny["small"]
+    table = results.by_category
+    assert list(table.index) == ["factoid", "lexical_gap", "multi_passage"]
+    assert table["queries"].tolist() == [1, 1, 1]
+    assert table.loc["lexical_gap", "recall@10"] == 0.0
+    # q1 and q2 find gold at rank 1, q3 never: MRR (1 + 1 + 0) / 3.
+    assert results.metrics["mrr"] == pytest.approx(2 / 3)
+    detail = json.loads((results.folder / "detail.json").read_text(encoding="utf-8"))["answerable"]
+    assert results.metrics["ndcg@10"] == pytest.approx(detail["ndcg@10"], abs=1e-6)
+
+
+class Fixed:
+    """Ranks the same two chunks for every query: the chunk holding q1's gold quote, then the one holding q3's."""
+
+    def __init__(self, chunks) -> None:
+        first = [c for c in chunks if c.document == "ops/backup.md" and c.start <= 67 < c.end]
+        second = [c for c in chunks if c.document == "isolation.md" and c.start <= 62 < c.end]
+        self.ids = [first[0].chunk_id, second[0].chunk_id]
+
+    def search(self, query, depth):
+        return [(chunk_id, 2.0 - i) for i, chunk_id in enumerate(self.ids[:depth])]
+
+
+def test_a_retriever_factory_or_object_is_evaluated_like_a_python_plugin(tiny):
+    results = gk.evaluate(tiny["corpus"], tiny["judgments"], lambda chunks, options: Fixed(chunks),
+                          set={**AUDIT_OFF, "chunk.size": 60})
+    # q1's gold at rank 1, q3's at rank 2, q2's never: MRR (1 + 0 + 1/2) / 3; q4 gets passages, no abstention.
+    assert results.metrics["mrr"] == pytest.approx(0.5)
+    assert results.per_query["first_gold_rank"].tolist() == [1, pd.NA, 2, pd.NA]
+    assert results.per_query.loc["q4", "abstained"] == False  # noqa: E712  (numpy bool)
+    params = json.loads((results.folder / "run.json").read_text(encoding="utf-8"))["params"]
+    assert params["retrieve"]["retriever"] == f"python:{PLUGIN_MODULE}:retriever"
+    assert PLUGIN_MODULE not in sys.modules  # only while the run lasts
+
+    chunks = gk.load_corpus(tiny["corpus"])  # an object built beforehand works the same
+    assert chunks  # the documents; the chunks come from the run, which an object cannot see in advance
+    made = Fixed([c for c in _chunks(results.folder)])
+    again = gk.evaluate(tiny["corpus"], tiny["judgments"], made, set={**AUDIT_OFF, "chunk.size": 60})
+    assert again.per_query["first_gold_rank"].tolist() == [1, pd.NA, 2, pd.NA]
+    with pytest.raises(RetrieverError, match="has no search"):
+        gk.evaluate(tiny["corpus"], tiny["judgments"], 42, set=AUDIT_OFF)
+
+
+def _chunks(folder: Path):
+    from groundkit.artifacts import read_models
+
+    return read_models(folder / "chunks.jsonl", gk.Chunk, producer="chunk")
+
+
+def test_compare_runs_is_compare(tiny):
+    large = gk.evaluate(tiny["corpus"], tiny["judgments"], set={**AUDIT_OFF, "chunk.size": 200})
+    table = gk.compare_runs(large, tiny["small"])
+    expected = gk.compare(large.side, tiny["small"].side, gate=[])
+    row = table.loc[(tiny["small"].name, "ndcg@10")]
+    stat = next(s for s in expected.overall if s.metric == "ndcg@10")
+    assert (row["baseline"], row["value"], row["delta"]) == (stat.baseline, stat.candidate, stat.delta)
+    assert list(table.columns) == ["baseline", "value", "delta", "ci_low", "ci_high", "p_value", "significant"]
+    # Three answerable queries: 2^3 sign patterns, fewer than the resamples, so scipy enumerates them exactly.
+    assert row["p_value"] == stat.p_value
+
+
+def test_report_refuses_a_file_it_did_not_write(tiny):
+    mine = tiny["root"] / "mine.html"
+    mine.write_text("<p>mine</p>", encoding="utf-8")
+    with pytest.raises(gk.OutputError):
+        tiny["small"].report(mine)
+    assert mine.read_text(encoding="utf-8") == "<p>mine</p>"
+    page = tiny["small"].report(tiny["root"] / "page.html")
+    assert "groundkit report: small" in page.read_text(encoding="utf-8")
+
+
+def test_readme_block_runs_as_written(tmp_path, monkeypatch):
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## A Python API for notebooks"):]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    for name in ("evals", "examples"):
+        shutil.copytree(REPO / name, tmp_path / name)
+    shutil.copy2(REPO / "params.yaml", tmp_path / "params.yaml")
+    monkeypatch.chdir(tmp_path)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
+    lines = printed.getvalue().splitlines()
+    committed = json.loads((REPO / "metrics" / "metrics.json").read_text(encoding="utf-8"))
+    assert lines[0] == f"{committed['ndcg@10']:.4f}"
+    # `groundkit compare` counts 67 queries whose first gold rank got worse from 800 to 400 characters.
+    assert any(line.startswith("67 queries fell, among them q") for line in lines)

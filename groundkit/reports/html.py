@@ -40,6 +40,7 @@ from groundkit.errors import CompareError
 from groundkit.reports._page import POLICY, SCRIPT, STYLE
 from groundkit.reports.compare import NO_ANSWER, Comparison, Side, compare, paired_stats_many, read_side
 from groundkit.reports.evidence import Evidence, locate, mismatch
+from groundkit.retrieval.kinds import kind_of
 from groundkit.scoring.measures import BUDGET_RECALL, CHARS, MEASURES, MRR, NDCG, RECALL
 from groundkit.scoring.score import hit_rate_ks
 
@@ -274,7 +275,11 @@ def _chunked(side: Input | None) -> Evidence | None:
     if side is None or side.evidence is None:
         return None
     retriever = side.side.metadata.get("params", {}).get("retrieve", {}).get("retriever")
-    return None if retriever == "external" else side.evidence
+    try:
+        searches = kind_of(retriever).searches
+    except (ValueError, AttributeError):  # a run.json from another version, or none recorded: ranks only
+        return None
+    return side.evidence if searches else None
 
 
 def _movement(before: float | None, after: float) -> str:

@@ -78,5 +78,5 @@ def test_dvc_exp_run_scores_it_when_params_yaml_only_points_at_it(tmp_path_facto
     output = result.stdout + result.stderr
     assert f"audit: {TRIVIAL}" in output and GIVEAWAYS in output
     assert "audit: gate: none" in output
-    metrics = json.loads((repo / "metrics" / "metrics.json").read_text(encoding="utf-8"))
+    metrics = json.loads((repo / "metrics" / "detail.json").read_text(encoding="utf-8"))
     assert metrics["answerable"]["queries"] == 7

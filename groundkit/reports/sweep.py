@@ -153,17 +153,24 @@ def experiment_rows(shown: list[dict[str, Any]], params: list[str], run_json: Ru
     return sweep
 
 
+def _git_json(cwd: Path, rev: str, path: str) -> tuple[Any, str | None]:
+    """The JSON in ``path`` as committed in ``rev`` at ``cwd``, and None; or None and why it cannot be read."""
+    shown = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=cwd, capture_output=True, check=False)
+    if shown.returncode != 0:
+        return None, f"no {path} in its commit"
+    try:
+        return loads_line(shown.stdout.decode("utf-8")), None
+    except (UnicodeDecodeError, JSONLineError):
+        return None, f"its {path} is not valid JSON"
+
+
 def git_run_json(cwd: Path) -> RunReader:
     """A reader of ``metrics/run.json`` as committed in a revision of the repository at ``cwd``."""
 
     def read(rev: str) -> dict[str, Any] | str:
-        shown = subprocess.run(["git", "show", f"{rev}:{RUN_FILE}"], cwd=cwd, capture_output=True, check=False)
-        if shown.returncode != 0:
-            return f"no {RUN_FILE} in its commit"
-        try:
-            metadata = loads_line(shown.stdout.decode("utf-8"))
-        except (UnicodeDecodeError, JSONLineError):
-            return f"its {RUN_FILE} is not valid JSON"
+        metadata, problem = _git_json(cwd, rev, RUN_FILE)
+        if problem is not None:
+            return problem
         if not isinstance(metadata, dict) or not all(isinstance(metadata.get(k), str) for k in HASHES):
             return f"its {RUN_FILE} lacks {' or '.join(HASHES)}"
         return metadata
@@ -175,13 +182,9 @@ def git_detail(cwd: Path) -> RunReader:
     """A reader of a revision's committed ``metrics/detail.json``: ``dvc exp show`` has only the headline."""
 
     def read(rev: str) -> dict[str, Any] | str:
-        shown = subprocess.run(["git", "show", f"{rev}:{DETAIL_FILE}"], cwd=cwd, capture_output=True, check=False)
-        if shown.returncode != 0:
-            return f"no {DETAIL_FILE} in its commit"
-        try:
-            metrics = loads_line(shown.stdout.decode("utf-8"))
-        except (UnicodeDecodeError, JSONLineError):
-            return f"its {DETAIL_FILE} is not valid JSON"
+        metrics, problem = _git_json(cwd, rev, DETAIL_FILE)
+        if problem is not None:
+            return problem
         return metrics if isinstance(metrics, dict) else f"its {DETAIL_FILE} is not a JSON object"
 
     return read

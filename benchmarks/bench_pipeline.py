@@ -26,6 +26,7 @@ import io
 import os
 import re
 import resource
+import shlex
 import shutil
 import subprocess
 import sys
@@ -197,7 +198,7 @@ def import_times(root: Path) -> list[tuple[str, float, str]]:
     """Per stage, run for real under ``-X importtime``: total import time and its top packages (self time)."""
     rows = []
     for name, cmd in _stage_commands(root).items():
-        args = cmd.split()
+        args = shlex.split(cmd)  # dvc.yaml quotes its path arguments for the shell
         assert args[0] == "python", cmd
         out = subprocess.run([sys.executable, "-X", "importtime", *args[1:]], cwd=root, env=_env(root),
                              capture_output=True, text=True, check=False)

@@ -50,9 +50,10 @@ import math
 import shutil
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import chain, count, islice, pairwise
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
@@ -137,7 +138,8 @@ class SegmentCounts:
         """The segment's terms in order of first appearance."""
         if self._vocab is not None:
             return self._vocab
-        return json.loads((self._folder / "vocab.json").read_text(encoding="utf-8"))
+        text = (self._folder / "vocab.txt").read_text(encoding="utf-8")
+        return text.split("\n") if text else []
 
     @property
     def df(self) -> np.ndarray:
@@ -247,7 +249,8 @@ def count_segment(texts: Iterable[str], tokenizer: TokenizeParams | None = None,
                              blocks=blocks)
     np.save(spill / "lengths.npy", row_lengths, allow_pickle=False)
     np.save(spill / "df.npy", df, allow_pickle=False)
-    (spill / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    # A token is a run of \\w characters (stemmed or not), so a newline never occurs inside one.
+    (spill / "vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
     return SegmentCounts(first_row=first_row, tokenizer=tokenizer, lengths=None, vocab=None, df=None, blocks=[],
                          spill=spill, sizes=sizes)
 
@@ -276,6 +279,9 @@ class GlobalStats:
     n_docs: int
     total_tokens: int
     tokenizer: TokenizeParams
+    # first_row -> global id of each term of that segment's vocab, known from the merge; weighing a
+    # segment looks its terms up in term_ids when it is not here.
+    segment_terms: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def avgdl(self) -> float:
@@ -297,7 +303,9 @@ class _StatsMerger:
     """Adds segment summaries up one at a time, so a caller can drop each summary once added."""
 
     def __init__(self) -> None:
-        self._df: dict[str, int] = {}
+        self._ids: defaultdict[str, int] = defaultdict(count().__next__)  # term -> merge id, in order of arrival
+        self._df = np.zeros(0, dtype=np.int64)  # by merge id
+        self._local: dict[int, np.ndarray] = {}  # first_row -> the merge id of each of the segment's terms
         self._rows: list[tuple[int, int]] = []
         self._tokens = 0
         self._tokenizer: TokenizeParams | None = None
@@ -305,21 +313,28 @@ class _StatsMerger:
     def add(self, summary: SegmentSummary) -> None:
         if self._tokenizer is not None and summary.tokenizer != self._tokenizer:
             raise ValueError("segments counted with different tokenizers cannot be merged")
+        if summary.first_row in self._local:
+            raise ValueError(f"two summaries of the segment at row {summary.first_row}")
         self._tokenizer = summary.tokenizer
         self._rows.append((summary.first_row, summary.rows))
         self._tokens += summary.total_tokens
-        merged, get = self._df, self._df.get
-        for term, df in zip(summary.vocab, summary.df.tolist(), strict=True):
-            merged[term] = get(term, 0) + df
+        ids = np.fromiter(map(self._ids.__getitem__, summary.vocab), dtype=np.int64, count=len(summary.vocab))
+        df = np.zeros(len(self._ids), dtype=np.int64)
+        df[: len(self._df)] = self._df
+        df[ids] += summary.df  # a segment's terms are distinct
+        self._df, self._local[summary.first_row] = df, ids
 
     def result(self) -> GlobalStats:
         spans = sorted(self._rows)
         if any(a + n > b for (a, n), (b, _) in pairwise(spans)):
             raise ValueError(f"segments overlap: {spans}")
-        vocab = sorted(self._df)
-        df = np.fromiter(map(self._df.__getitem__, vocab), dtype=np.int64, count=len(vocab))
-        return GlobalStats(vocab=vocab, df=df, n_docs=sum(n for _, n in spans), total_tokens=self._tokens,
-                           tokenizer=self._tokenizer or TokenizeParams())
+        vocab = sorted(self._ids)
+        merged = np.fromiter(map(self._ids.__getitem__, vocab), dtype=np.int64, count=len(vocab))
+        to_global = np.empty(len(vocab), dtype=np.int64)
+        to_global[merged] = np.arange(len(vocab), dtype=np.int64)
+        return GlobalStats(vocab=vocab, df=self._df[merged], n_docs=sum(n for _, n in spans),
+                           total_tokens=self._tokens, tokenizer=self._tokenizer or TokenizeParams(),
+                           segment_terms={first: to_global[ids] for first, ids in self._local.items()})
 
 
 def merge_stats(summaries: Iterable[SegmentSummary]) -> GlobalStats:
@@ -370,9 +385,12 @@ def weigh_segment(counts: SegmentCounts, stats: GlobalStats, *, k1: float, b: fl
     Blocks of triples come in row order, so appending each block's entries at its terms' write heads
     keeps every term's rows ascending, with no sort over the whole segment.
     """
-    vocab, lengths = counts.vocab, counts.lengths
-    to_global = np.fromiter(map(stats.term_ids.__getitem__, vocab), dtype=np.int64, count=len(vocab))
-    del vocab
+    lengths = counts.lengths
+    to_global = stats.segment_terms.get(counts.first_row)
+    if to_global is None:
+        vocab = counts.vocab
+        to_global = np.fromiter(map(stats.term_ids.__getitem__, vocab), dtype=np.int64, count=len(vocab))
+        del vocab
     df = np.zeros(len(stats.vocab), dtype=np.int64)
     df[to_global] = counts.df
     indptr = np.zeros(len(stats.vocab) + 1, dtype=np.int64)
@@ -465,7 +483,9 @@ class _RowTable:
 
 
 def _document_line(document: str) -> str:
-    return json.dumps(document, ensure_ascii=False) + "\n"
+    # What json.dumps(document, ensure_ascii=False) writes, without its per-call cost (a corpus may
+    # have as many documents as chunks).
+    return encode_basestring(document) + "\n"
 
 
 def _segment_folder(number: int) -> str:

@@ -596,6 +596,34 @@ def write_index(records: Iterable[tuple[str, str, int, str]], directory: str | P
     return IndexSummary(stats.n_docs, len(stats.vocab))
 
 
+def save_index(directory: str | Path, *, k1: float, b: float, stats: GlobalStats,
+               rows: Iterable[tuple[str, str, int]], segments: Iterable[Segment]) -> IndexSummary:
+    """Write an index from weighed segments, e.g. ones that Ray workers returned, atomically.
+
+    ``rows`` are ``(chunk_id, document, start_offset)`` in row order; ``segments`` come in row order
+    and may be a generator, so that only one is held at a time. The files are the same bytes as
+    :func:`write_index` writes for the same rows.
+    """
+    with atomic_directory(directory) as tmp:
+        with (tmp / "documents.jsonl").open("w", encoding="utf-8", newline="\n") as documents:
+            table = _RowTable(documents)
+            for chunk_id, document, start_offset in rows:
+                table.add(chunk_id, document, start_offset)
+        spans: list[tuple[int, int]] = []
+        for number, segment in enumerate(segments):
+            if segment.first_row != sum(n for _, n in spans):
+                raise ValueError(f"segment {number} starts at row {segment.first_row}, not where the last one ended")
+            _write_segment(tmp, number, segment)
+            spans.append((segment.first_row, segment.rows))
+        arrays = table.arrays()
+        if sum(n for _, n in spans) != stats.n_docs or len(arrays["chunk_ids.npy"]) != stats.n_docs:
+            raise ValueError(f"segments and rows do not add up to the {stats.n_docs} rows of the statistics")
+        manifest = _manifest(k1=k1, b=b, tokenizer=stats.tokenizer, vocab_size=len(stats.vocab),
+                             total_tokens=stats.total_tokens, segments=spans)
+        _write_rest(tmp, manifest, stats.vocab, arrays)
+    return IndexSummary(stats.n_docs, len(stats.vocab))
+
+
 class BM25Index:
     """A BM25 index whose rows are chunks ordered by (document path, start_offset).
 

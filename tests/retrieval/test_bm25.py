@@ -387,3 +387,23 @@ def test_empty_and_tokenless_corpora_index_and_answer_nothing(tmp_path):
     BM25Index.build(make_chunks(["--- !!!", "..."]), k1=1.2, b=0.75).save(tmp_path / "tokenless")
     tokenless = BM25Index.load(tmp_path / "tokenless")
     assert tokenless.num_chunks == 2 and tokenless.vocab == [] and tokenless.search("a", 5) == []
+
+
+def test_save_index_from_separately_weighed_segments_writes_the_same_bytes(tmp_path):
+    # What a distributed engine does: count and weigh segments apart, hand them to the driver to write.
+    from groundkit.retrieval.bm25 import count_segment, merge_stats, save_index, weigh_segment, write_index
+
+    chunks = make_chunks(_generated_texts(18))
+    counts = [count_segment([c.text for c in chunks[a:a + 40]], None, first_row=a) for a in range(0, 150, 40)]
+    stats = merge_stats([c.summary() for c in reversed(counts)])
+    weighed = (weigh_segment(c, stats, k1=1.2, b=0.75) for c in counts)
+    rows = [(c.chunk_id, c.document, c.start_offset) for c in chunks]
+    built = save_index(tmp_path / "driver", k1=1.2, b=0.75, stats=stats, rows=rows, segments=weighed)
+    assert built == (150, len(stats.vocab))
+    records = ((c.chunk_id, c.document, c.start_offset, c.text) for c in chunks)
+    write_index(records, tmp_path / "local", k1=1.2, b=0.75, segment_rows=40)
+    assert _files(tmp_path / "driver") == _files(tmp_path / "local")
+    with pytest.raises(ValueError, match="segment 0 starts at row 40"):
+        save_index(tmp_path / "bad", k1=1.2, b=0.75, stats=stats, rows=rows,
+                   segments=[weigh_segment(counts[1], stats, k1=1.2, b=0.75)])
+    assert not (tmp_path / "bad").exists()

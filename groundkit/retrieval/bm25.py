@@ -369,8 +369,7 @@ class Segment:
         indptr, indices, data = self.indptr, self.indices, self.data
         for term in terms.tolist():
             start, end = int(indptr[term]), int(indptr[term + 1])
-            # A term's rows are distinct, so this adds each row's weight once, as np.add.at would (faster).
-            scores[indices[start:end]] += data[start:end]
+            np.add.at(scores, indices[start:end], data[start:end])
         return scores
 
     def top(self, terms: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -781,7 +780,8 @@ def _mapped(path: Path, dtype: np.dtype, length: int) -> np.ndarray:
     array = np.load(path, mmap_mode="r", allow_pickle=False)
     if array.dtype != dtype or array.shape != (length,):
         raise ValueError(f"{path.name} holds {array.dtype}{list(array.shape)}, expected {dtype}[{length}]")
-    return array
+    # A plain ndarray over the same mapping: np.memmap's Python-level slicing costs a query more than its reads.
+    return array.view(np.ndarray)
 
 
 def _select(scores: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:

@@ -161,6 +161,42 @@ def child_search(index: Path, queries_path: Path) -> None:
     }))
 
 
+def child_memory(corpus: Path, n_chunks: int, index: Path, queries_path: Path) -> None:
+    """The in-memory path of groundkit before the segmented index: Chunk objects, build, save, search.
+
+    It uses only ``BM25Index.build/save/search``, which every version has, so with an older tree first
+    on PYTHONPATH it measures that version. The chunks are loaded before the clock starts.
+    """
+    import numpy as np
+
+    from groundkit.corpus.passage import Chunk
+    from groundkit.retrieval.bm25 import BM25Index
+
+    with corpus.open(encoding="ascii") as handle:
+        chunks = [Chunk(document=f"synthetic/{i:08d}.txt", start_offset=0, end_offset=len(line) - 1, text=line[:-1])
+                  for i, line in enumerate(islice(handle, n_chunks))]
+    queries = queries_path.read_text(encoding="ascii").splitlines()
+    rss_chunks = _rss_split()
+    start, cpu = time.perf_counter(), time.process_time()
+    built = BM25Index.build(chunks, k1=1.2, b=0.75)
+    built.save(index)
+    build_s, build_cpu_s = time.perf_counter() - start, time.process_time() - cpu
+    build_peak = peak_rss_mib()
+    start, cpu = time.perf_counter(), time.process_time()
+    hits = sum(len(built.search(q, DEPTH)) for q in queries)
+    search_s, search_cpu_s = time.perf_counter() - start, time.process_time() - cpu
+    manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
+    print(json.dumps({
+        "chunks": n_chunks, "avg_tokens": manifest["avg_chunk_tokens"], "vocab": len(built.vocab),
+        "nnz": int(np.load(index / "indptr.npy")[-1]) if (index / "indptr.npy").is_file()
+        else sum(int(s.indptr[-1]) for s in built.segments),
+        "segments": 1 if (index / "indptr.npy").is_file() else len(built.segments), "queries": len(queries),
+        "build_s": build_s, "build_cpu_s": build_cpu_s, "build_peak_rss_mib": build_peak, "load_s": 0.0,
+        "search_s": search_s, "search_cpu_s": search_cpu_s, "hits": hits, "search_peak_rss_mib": peak_rss_mib(),
+        "rss_end_mib": _rss_split(), "rss_chunks_mib": rss_chunks,
+    }))
+
+
 def _disk_mib(directory: Path) -> float:
     return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file()) / 2**20
 
@@ -179,12 +215,17 @@ def main() -> None:
     parser.add_argument("--generate", type=int, default=1_000_000,
                         help="chunks in the generated corpus (and so which queries); sizes are prefixes of it")
     parser.add_argument("--keep-index", action="store_true", help="keep each size's index in --workdir")
+    parser.add_argument("--in-memory", action="store_true",
+                        help="measure the in-memory path instead (Chunk objects, build, save, search), in one child; "
+                             "with an older groundkit first on PYTHONPATH, the figures before the segmented index")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         kind, *rest = args.child
         if kind == "build":
             child_build(Path(rest[0]), int(rest[1]), Path(rest[2]))
+        elif kind == "memory":
+            child_memory(Path(rest[0]), int(rest[1]), Path(rest[2]), Path(rest[3]))
         else:
             child_search(Path(rest[0]), Path(rest[1]))
         return
@@ -206,9 +247,13 @@ def main() -> None:
     for size in sizes:
         index = workdir / f"index-{size}"
         load = os.getloadavg()[0]
-        result = _run_child("build", str(corpus), str(size), str(index))
-        result |= {"disk_mib": _disk_mib(index)}
-        result |= _run_child("search", str(index), str(queries))
+        if args.in_memory:
+            result = _run_child("memory", str(corpus), str(size), str(index), str(queries))
+            result |= {"disk_mib": _disk_mib(index)}
+        else:
+            result = _run_child("build", str(corpus), str(size), str(index))
+            result |= {"disk_mib": _disk_mib(index)}
+            result |= _run_child("search", str(index), str(queries))
         result["load_avg"] = (load + os.getloadavg()[0]) / 2
         if not args.keep_index:
             shutil.rmtree(index)

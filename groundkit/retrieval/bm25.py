@@ -467,7 +467,7 @@ class _RowTable:
         ids, numbers, offsets = self._pending
         if not ids:
             return
-        if sum(map(len, ids)) != _ID_CHARS * len(ids):
+        if set(map(len, ids)) != {_ID_CHARS}:
             raise ValueError(f"a chunk id is not {_ID_CHARS} characters long")
         encoded = np.array(ids, dtype=_TABLE["chunk_ids.npy"])
         for name, values in zip(_TABLE, (encoded, numbers, offsets), strict=True):
@@ -547,14 +547,16 @@ def _count_all(records: Iterable[tuple[str, str, int, str]], table: _RowTable, t
             folder = None if spill is None else spill / _segment_folder(len(counted))
             counts = count_segment(texts(segment_rows), tokenizer, first_row=first_row, spill=folder)
             summary = counts.summary()
-            if summary.rows == 0:
+            rows = summary.rows
+            if rows == 0:
                 if folder is not None:
                     shutil.rmtree(folder)
                 break
             merger.add(summary)
+            del summary  # its vocabulary, before the next segment's is built
             counted.append(counts)
-            first_row += summary.rows
-            if summary.rows < segment_rows:
+            first_row += rows
+            if rows < segment_rows:
                 break
     return merger.result(), counted
 

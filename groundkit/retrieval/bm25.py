@@ -80,8 +80,6 @@ _ID_CHARS = 16  # a chunk id is a content id: 16 hex digits
 # Chunks tokenized per step of the build: large enough for numpy to dominate,
 # small enough that one block's token strings stay in the tens of MB.
 _BLOCK = 8192
-# Rows gathered into the row table's arrays at a time (a list of 10M strings would take about a GB).
-_TABLE_BLOCK = 65536
 _FIX = "delete it and re-run the index stage (dvc repro -f -s index)"
 
 
@@ -446,37 +444,31 @@ class _RowTable:
         self.documents: list[str] = []
         self._last: str | None = None
         self._number = -1
-        self._pending: tuple[list[str], list[int], list[int]] = ([], [], [])
         self._parts: dict[str, list[np.ndarray]] = {name: [] for name in _TABLE}
 
-    def add(self, chunk_id: str, document: str, start_offset: int) -> None:
-        if document != self._last:
-            self._last, self._number = document, self._number + 1
-            if self._sink is not None:
-                self._sink.write(_document_line(document))
-            else:
-                self.documents.append(document)
-        ids, numbers, offsets = self._pending
-        ids.append(chunk_id)
-        numbers.append(self._number)
-        offsets.append(start_offset)
-        if len(ids) == _TABLE_BLOCK:
-            self._flush()
-
-    def _flush(self) -> None:
-        ids, numbers, offsets = self._pending
-        if not ids:
+    def add(self, chunk_ids: Sequence[str], documents: Sequence[str], start_offsets: Sequence[int]) -> None:
+        """Append a block of rows (columns of equal length)."""
+        if not chunk_ids:
             return
-        if set(map(len, ids)) != {_ID_CHARS}:
+        if set(map(len, chunk_ids)) != {_ID_CHARS}:
             raise ValueError(f"a chunk id is not {_ID_CHARS} characters long")
-        encoded = np.array(ids, dtype=_TABLE["chunk_ids.npy"])
-        for name, values in zip(_TABLE, (encoded, numbers, offsets), strict=True):
-            self._parts[name].append(np.asarray(values, dtype=_TABLE[name]))
-        self._pending = ([], [], [])
+        numbers, new = [], []
+        last, number = self._last, self._number
+        for document in documents:
+            if document != last:
+                last, number = document, number + 1
+                new.append(document)
+            numbers.append(number)
+        self._last, self._number = last, number
+        if self._sink is not None:
+            self._sink.write("".join(map(_document_line, new)))
+        else:
+            self.documents.extend(new)
+        for name, values in zip(_TABLE, (chunk_ids, numbers, start_offsets), strict=True):
+            self._parts[name].append(np.array(values, dtype=_TABLE[name]))
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The finished arrays, by file name."""
-        self._flush()
         return {name: np.concatenate(parts) if parts else np.zeros(0, dtype=_TABLE[name])
                 for name, parts in self._parts.items()}
 
@@ -534,14 +526,14 @@ def _count_all(records: Iterable[tuple[str, str, int, str]], table: _RowTable, t
     merger, counted, first_row = _StatsMerger(), [], 0
     with bar(total=total, desc="index", unit="chunk") as progress:
         def texts(limit: int) -> Iterator[str]:
-            done = 0
-            for chunk_id, document, start_offset, text in islice(iterator, limit):
-                table.add(chunk_id, document, start_offset)
-                done += 1
-                if done % _BLOCK == 0:
-                    progress.update(_BLOCK)
-                yield text
-            progress.update(done % _BLOCK)
+            # Records come in blocks, split into columns by zip in C: no Python call per row.
+            while limit and (block := list(islice(iterator, min(limit, _BLOCK)))):
+                limit -= len(block)
+                chunk_ids, documents, start_offsets, block_texts = zip(*block, strict=True)
+                del block
+                table.add(chunk_ids, documents, start_offsets)
+                progress.update(len(block_texts))
+                yield from block_texts
 
         while True:
             folder = None if spill is None else spill / _segment_folder(len(counted))
@@ -608,8 +600,9 @@ def save_index(directory: str | Path, *, k1: float, b: float, stats: GlobalStats
     with atomic_directory(directory) as tmp:
         with (tmp / "documents.jsonl").open("w", encoding="utf-8", newline="\n") as documents:
             table = _RowTable(documents)
-            for chunk_id, document, start_offset in rows:
-                table.add(chunk_id, document, start_offset)
+            iterator = iter(rows)
+            while block := list(islice(iterator, _BLOCK)):
+                table.add(*zip(*block, strict=True))
         spans: list[tuple[int, int]] = []
         for number, segment in enumerate(segments):
             if segment.first_row != sum(n for _, n in spans):

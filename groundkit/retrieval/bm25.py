@@ -45,9 +45,11 @@ configuration, so a loaded index tokenizes queries the way its chunks were.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import shutil
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -517,7 +519,7 @@ def _manifest(*, k1: float, b: float, tokenizer: TokenizeParams, vocab_size: int
     }
 
 
-def _count_all(records: Iterable[tuple[str, str, int, str]], table: _RowTable, tokenizer: TokenizeParams,
+def _count_all(records: Iterable[tuple[str, str, int, str]], add_rows: Callable[..., None], tokenizer: TokenizeParams,
                segment_rows: int, spill: Path | None, total: int | None) -> tuple[GlobalStats, list[SegmentCounts]]:
     """Pass 1 over every segment in turn, then the merge; each summary is dropped once merged."""
     if segment_rows < 1:
@@ -531,7 +533,7 @@ def _count_all(records: Iterable[tuple[str, str, int, str]], table: _RowTable, t
                 limit -= len(block)
                 chunk_ids, documents, start_offsets, block_texts = zip(*block, strict=True)
                 del block
-                table.add(chunk_ids, documents, start_offsets)
+                add_rows(chunk_ids, documents, start_offsets)
                 progress.update(len(block_texts))
                 yield from block_texts
 
@@ -560,6 +562,89 @@ class IndexSummary(NamedTuple):
     vocab_size: int
 
 
+class IndexWriter:
+    """Writes an index folder piece by piece, atomically: rows as they stream by, segments in row order, then
+    the vocabulary, row table and manifest; nothing is left behind if the block fails or finish() is not called.
+
+    Both engines write through it, so an index is the same bytes whichever engine built it::
+
+        with IndexWriter(directory, k1=k1, b=b, tokenizer=tokenizer) as writer:
+            writer.add_row(chunk_id, document, start_offset)  # every row, in order (or add_rows by block)
+            writer.add_segment(segment)                       # every segment, in order
+            summary = writer.finish(stats)
+    """
+
+    def __init__(self, directory: str | Path, *, k1: float, b: float, tokenizer: TokenizeParams | None = None
+                 ) -> None:
+        self.k1, self.b = k1, b
+        self.tokenizer = tokenizer or TokenizeParams()
+        self._directory = Path(directory)
+        self._stack = contextlib.ExitStack()
+        self._spans: list[tuple[int, int]] = []
+        self._pending: tuple[list[str], list[str], list[int]] = ([], [], [])
+        self._finished = False
+
+    def __enter__(self) -> IndexWriter:
+        self.folder = self._stack.enter_context(atomic_directory(self._directory))
+        self._documents = self._stack.enter_context(
+            (self.folder / "documents.jsonl").open("w", encoding="utf-8", newline="\n"))
+        self._table = _RowTable(self._documents)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> bool:
+        if kind is None and not self._finished:
+            try:
+                raise RuntimeError("IndexWriter closed without finish(): the index was not written")
+            except RuntimeError:
+                if not self._stack.__exit__(*sys.exc_info()):
+                    raise
+        return bool(self._stack.__exit__(kind, error, trace))
+
+    def add_row(self, chunk_id: str, document: str, start_offset: int) -> None:
+        """The next row of the row table."""
+        ids, documents, offsets = self._pending
+        ids.append(chunk_id)
+        documents.append(document)
+        offsets.append(start_offset)
+        if len(ids) == _BLOCK:
+            self._flush()
+
+    def add_rows(self, chunk_ids: Sequence[str], documents: Sequence[str], start_offsets: Sequence[int]) -> None:
+        """The next rows of the row table, as three columns."""
+        self._flush()
+        self._table.add(chunk_ids, documents, start_offsets)
+
+    def _flush(self) -> None:
+        if self._pending[0]:
+            self._table.add(*self._pending)
+            self._pending = ([], [], [])
+
+    def add_segment(self, segment: Segment) -> None:
+        """Write the next segment's arrays; the caller may drop it afterwards."""
+        expected = sum(rows for _, rows in self._spans)
+        if segment.first_row != expected:
+            raise ValueError(f"segment {len(self._spans)} starts at row {segment.first_row}, not at row {expected}")
+        _write_segment(self.folder, len(self._spans), segment)
+        self._spans.append((segment.first_row, segment.rows))
+
+    def finish(self, stats: GlobalStats) -> IndexSummary:
+        """Write the vocabulary, the row table and the manifest (with every file's SHA-256)."""
+        self._flush()
+        self._documents.close()
+        table = self._table.arrays()
+        rows = sum(n for _, n in self._spans)
+        if rows != stats.n_docs or len(table["chunk_ids.npy"]) != stats.n_docs:
+            raise ValueError(f"{len(table['chunk_ids.npy'])} rows and segments of {rows} rows do not make the "
+                             f"{stats.n_docs} rows of the statistics")
+        if stats.tokenizer != self.tokenizer:
+            raise ValueError("the statistics were counted with another tokenizer than the writer's")
+        manifest = _manifest(k1=self.k1, b=self.b, tokenizer=self.tokenizer, vocab_size=len(stats.vocab),
+                             total_tokens=stats.total_tokens, segments=self._spans)
+        _write_rest(self.folder, manifest, stats.vocab, table)
+        self._finished = True
+        return IndexSummary(stats.n_docs, len(stats.vocab))
+
+
 def write_index(records: Iterable[tuple[str, str, int, str]], directory: str | Path, *, k1: float, b: float,
                 tokenizer: TokenizeParams | None = None, segment_rows: int = SEGMENT_ROWS) -> IndexSummary:
     """Index ``(chunk_id, document, start_offset, text)`` records as they stream by, straight to disk.
@@ -569,53 +654,31 @@ def write_index(records: Iterable[tuple[str, str, int, str]], directory: str | P
     into place. The files are the same bytes as ``BM25Index.build(...).save(directory)``.
     """
     tokenizer = tokenizer or TokenizeParams()
-    with atomic_directory(directory) as tmp:
-        spill = tmp / ".spill"
+    with IndexWriter(directory, k1=k1, b=b, tokenizer=tokenizer) as writer:
+        spill = writer.folder / ".spill"
         spill.mkdir()
-        with (tmp / "documents.jsonl").open("w", encoding="utf-8", newline="\n") as documents:
-            table = _RowTable(documents)
-            stats, counted = _count_all(records, table, tokenizer, segment_rows, spill, total=None)
-        spans = []
-        for number, counts in enumerate(counted):
-            segment = weigh_segment(counts, stats, k1=k1, b=b)
-            _write_segment(tmp, number, segment)
-            spans.append((segment.first_row, segment.rows))
-            del segment
+        stats, counted = _count_all(records, writer.add_rows, tokenizer, segment_rows, spill, total=None)
+        for counts in counted:
+            writer.add_segment(weigh_segment(counts, stats, k1=k1, b=b))
         del counted
         shutil.rmtree(spill)
-        manifest = _manifest(k1=k1, b=b, tokenizer=tokenizer, vocab_size=len(stats.vocab),
-                             total_tokens=stats.total_tokens, segments=spans)
-        _write_rest(tmp, manifest, stats.vocab, table.arrays())
-    return IndexSummary(stats.n_docs, len(stats.vocab))
+        return writer.finish(stats)
 
 
 def save_index(directory: str | Path, *, k1: float, b: float, stats: GlobalStats,
                rows: Iterable[tuple[str, str, int]], segments: Iterable[Segment]) -> IndexSummary:
-    """Write an index from weighed segments, e.g. ones that Ray workers returned, atomically.
+    """Write an index from weighed segments, e.g. ones that Ray workers returned: :class:`IndexWriter` in one call.
 
     ``rows`` are ``(chunk_id, document, start_offset)`` in row order; ``segments`` come in row order
-    and may be a generator, so that only one is held at a time. The files are the same bytes as
-    :func:`write_index` writes for the same rows.
+    and may be a generator, so that only one is held at a time.
     """
-    with atomic_directory(directory) as tmp:
-        with (tmp / "documents.jsonl").open("w", encoding="utf-8", newline="\n") as documents:
-            table = _RowTable(documents)
-            iterator = iter(rows)
-            while block := list(islice(iterator, _BLOCK)):
-                table.add(*zip(*block, strict=True))
-        spans: list[tuple[int, int]] = []
-        for number, segment in enumerate(segments):
-            if segment.first_row != sum(n for _, n in spans):
-                raise ValueError(f"segment {number} starts at row {segment.first_row}, not where the last one ended")
-            _write_segment(tmp, number, segment)
-            spans.append((segment.first_row, segment.rows))
-        arrays = table.arrays()
-        if sum(n for _, n in spans) != stats.n_docs or len(arrays["chunk_ids.npy"]) != stats.n_docs:
-            raise ValueError(f"segments and rows do not add up to the {stats.n_docs} rows of the statistics")
-        manifest = _manifest(k1=k1, b=b, tokenizer=stats.tokenizer, vocab_size=len(stats.vocab),
-                             total_tokens=stats.total_tokens, segments=spans)
-        _write_rest(tmp, manifest, stats.vocab, arrays)
-    return IndexSummary(stats.n_docs, len(stats.vocab))
+    with IndexWriter(directory, k1=k1, b=b, tokenizer=stats.tokenizer) as writer:
+        iterator = iter(rows)
+        while block := list(islice(iterator, _BLOCK)):
+            writer.add_rows(*zip(*block, strict=True))
+        for segment in segments:
+            writer.add_segment(segment)
+        return writer.finish(stats)
 
 
 class BM25Index:
@@ -659,10 +722,11 @@ class BM25Index:
         if isinstance(documents, Path):
             documents = [json.loads(line) for line in documents.read_text(encoding="utf-8").splitlines()]
         names = [documents[i] for i in self._table["row_documents.npy"].tolist()]
-        return list(zip(self._chunk_ids(np.arange(self.num_chunks)), names,
+        return list(zip(self.chunk_ids(np.arange(self.num_chunks)), names,
                         self._table["start_offsets.npy"].tolist(), strict=True))
 
-    def _chunk_ids(self, rows: np.ndarray) -> list[str]:
+    def chunk_ids(self, rows: np.ndarray) -> list[str]:
+        """The chunk ids of ``rows`` (global row numbers)."""
         return [cid.decode("ascii") for cid in self._table["chunk_ids.npy"][rows].tolist()]
 
     @classmethod
@@ -674,7 +738,7 @@ class BM25Index:
         tokenizer = tokenizer or TokenizeParams()
         table = _RowTable()
         records = ((c.chunk_id, c.document, c.start_offset, c.text) for c in chunks)
-        stats, counted = _count_all(records, table, tokenizer, segment_rows, spill=None, total=len(chunks))
+        stats, counted = _count_all(records, table.add, tokenizer, segment_rows, spill=None, total=len(chunks))
         segments = [weigh_segment(counts, stats, k1=k1, b=b) for counts in counted]
         return cls(k1=k1, b=b, vocab=stats.vocab, table=table.arrays(), documents=table.documents,
                    segments=segments, avg_tokens=stats.avgdl, total_tokens=stats.total_tokens, tokenizer=tokenizer)
@@ -695,7 +759,7 @@ class BM25Index:
         """
         terms = query_terms(self, query)
         rows, values = merge_top([s.top(terms, depth) for s in self.segments], depth)
-        return list(zip(self._chunk_ids(rows), values.tolist(), strict=True))
+        return list(zip(self.chunk_ids(rows), values.tolist(), strict=True))
 
     def save(self, directory: str | Path) -> None:
         """Write the index atomically: arrays as .npy, everything else as JSON."""

@@ -407,3 +407,28 @@ def test_save_index_from_separately_weighed_segments_writes_the_same_bytes(tmp_p
         save_index(tmp_path / "bad", k1=1.2, b=0.75, stats=stats, rows=rows,
                    segments=[weigh_segment(counts[1], stats, k1=1.2, b=0.75)])
     assert not (tmp_path / "bad").exists()
+
+
+def test_index_writer_row_by_row_writes_the_same_bytes_and_nothing_unless_finished(tmp_path):
+    from groundkit.retrieval.bm25 import IndexWriter, count_segment, merge_stats, weigh_segment, write_index
+
+    chunks = make_chunks(_generated_texts(19))
+    records = [(c.chunk_id, c.document, c.start_offset, c.text) for c in chunks]
+    write_index(iter(records), tmp_path / "local", k1=0.9, b=0.4, segment_rows=64)
+    counts = [count_segment([r[3] for r in records[a:a + 64]], None, first_row=a) for a in range(0, 150, 64)]
+    stats = merge_stats([c.summary() for c in counts])
+    with IndexWriter(tmp_path / "rows", k1=0.9, b=0.4) as writer:
+        for chunk_id, document, start_offset, _ in records:
+            writer.add_row(chunk_id, document, start_offset)
+        for segment_counts in counts:
+            writer.add_segment(weigh_segment(segment_counts, stats, k1=0.9, b=0.4))
+        assert writer.finish(stats) == (150, len(stats.vocab))
+    assert _files(tmp_path / "rows") == _files(tmp_path / "local")
+    with pytest.raises(RuntimeError, match="closed without finish"), \
+            IndexWriter(tmp_path / "unfinished", k1=0.9, b=0.4) as writer:
+        writer.add_row(*records[0][:3])
+    with pytest.raises(ValueError, match="1 rows and segments of 0 rows do not make the 150 rows"), \
+            IndexWriter(tmp_path / "short", k1=0.9, b=0.4) as writer:
+        writer.add_row(*records[0][:3])
+        writer.finish(stats)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["local", "rows"]

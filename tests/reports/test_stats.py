@@ -13,9 +13,9 @@ from groundkit.reports.stats import (
     BLOCK_VALUES,
     RESAMPLES,
     SEED,
+    _linear_quantiles,
     adjust_p_values,
     effect_size,
-    _linear_quantiles,
     exact_differences,
     mean_intervals,
     minimum_detectable_effect,
@@ -126,7 +126,7 @@ def test_interval_ends_are_scipys_quantiles_bit_for_bit():
 
 
 def test_a_single_run_gets_the_intervals_it_would_get_against_zeros():
-    base, cand = _metric_like(144)
+    _, cand = _metric_like(144)
     cand[1] = 0.0  # a metric that is zero everywhere: an interval of (0, 0), as against zeros
     against_zeros = paired_stats_many(np.zeros_like(cand), cand)
     assert mean_intervals(cand) == [(low, high) for low, high, _ in against_zeros]

@@ -250,6 +250,10 @@ class AuditParams(_Section):
     max_trivial_share: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
+NO_FILE = "params"
+"""What params errors name as their file when no params file was read (defaults and ``--set`` only)."""
+
+
 RAY_EXTRA = "pip install -e '.[ray]' (Ray 2.60 or later, below 3)"
 """How to install what ``execution.engine: ray`` needs; named by every message about a missing Ray."""
 
@@ -269,8 +273,15 @@ class ExecutionParams(_Section):
             ``ray://HOST:PORT`` connects through Ray Client. Ignored by ``engine: local``.
     """
 
+    _source: str = PrivateAttr(default=NO_FILE)
+
     engine: Literal["local", "ray"] = "local"
     address: str | None = None
+
+    @property
+    def source(self) -> str:
+        """The params file these values were read from, named by an engine's message about them."""
+        return self._source
 
     @field_validator("engine")
     @classmethod
@@ -291,10 +302,6 @@ class ExecutionParams(_Section):
                                     "write auto, HOST:PORT, ray://HOST:PORT, or leave it empty (null) to start "
                                     "a Ray on this machine")
         return address
-
-
-NO_FILE = "params"
-"""What params errors name as their file when no params file was read (defaults and ``--set`` only)."""
 
 
 class Params(_Section):
@@ -471,7 +478,7 @@ def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
         elif key:
             fix = f"see the default params.yaml for the allowed values of {key}"
         raise ParamsError(source, problem, key=key or None, fix=fix) from None
-    params._source = str(source)
+    params._source = params.execution._source = str(source)
     return params
 
 

@@ -7,7 +7,7 @@ pieces (the index's segments, the embedder's batches), so the files they write a
 tests/execution/ holds them to it. What stays on the driver (reading the inputs, merging the
 segments' statistics, writing every file, scoring) is the same code in both.
 
-An engine is a context manager: ``with open_engine(params) as engine: engine.build_index(...)``.
+An engine is a context manager: ``with open_engine(params.execution) as engine: engine.build_index(...)``.
 The local engine needs nothing; the Ray engine connects on entry and disconnects on exit. Ray is
 imported by groundkit/execution/ray.py only when that engine is opened, so the default pipeline
 never imports it.
@@ -19,18 +19,16 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
-from groundkit.execution.local import LocalEngine
-
 if TYPE_CHECKING:
     import numpy as np
 
-    from groundkit.config import BM25Params, Params, TokenizeParams
+    from groundkit.config import BM25Params, ExecutionParams, TokenizeParams
     from groundkit.corpus.passage import Chunk
     from groundkit.retrieval.bm25 import BM25Index
     from groundkit.retrieval.dense import Encoder
-    from groundkit.retrieval.kinds import Ranking
+    from groundkit.retrieval.kinds import Ranking, Retriever
 
-__all__ = ["Engine", "LocalEngine", "open_engine"]
+__all__ = ["Engine", "open_engine"]
 
 
 class Engine(Protocol):
@@ -42,8 +40,8 @@ class Engine(Protocol):
         """The BM25 index over ``chunks``, in their order (not yet saved)."""
         ...
 
-    def search(self, index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
-        """``index.search(query, depth)`` for every query, in order."""
+    def search(self, retriever: Retriever, queries: Sequence[str], depth: int) -> list[Ranking]:
+        """``retriever.search(query, depth)`` for every query, in order."""
         ...
 
     def embed(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
@@ -51,10 +49,12 @@ class Engine(Protocol):
         ...
 
 
-def open_engine(params: Params) -> AbstractContextManager[Engine]:
-    """The engine ``params.execution`` names, as a context manager that connects and disconnects it."""
-    if params.execution.engine == "ray":
+def open_engine(execution: ExecutionParams) -> AbstractContextManager[Engine]:
+    """The engine ``execution`` names, as a context manager that connects and disconnects it."""
+    if execution.engine == "ray":
         from groundkit.execution.ray import RayEngine  # imports ray only once the engine is opened
 
-        return RayEngine(params.execution.address, source=params.source)
+        return RayEngine(execution.address, source=execution.source)
+    from groundkit.execution.local import LocalEngine
+
     return LocalEngine()

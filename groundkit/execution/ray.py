@@ -33,13 +33,14 @@ import numpy as np
 
 from groundkit.config import RAY_EXTRA
 from groundkit.errors import DependencyError, ParamsError
+from groundkit.retrieval.bm25 import BM25Index
 from groundkit.retrieval.dense import Encoder, batch_bounds
+from groundkit.retrieval.registry import search_each
 
 if TYPE_CHECKING:
     from groundkit.config import BM25Params, DenseParams, TokenizeParams
     from groundkit.corpus.passage import Chunk
-    from groundkit.retrieval.bm25 import BM25Index
-    from groundkit.retrieval.kinds import Ranking
+    from groundkit.retrieval.kinds import Ranking, Retriever
 
 MAX_RETRIES = 3
 """How often a task is run again after its worker died (a killed process, a lost node)."""
@@ -133,8 +134,13 @@ class RayEngine:
 
     # --- search
 
-    def search(self, index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
-        """``index.search(query, depth)`` for every query, each segment searched by Ray tasks."""
+    def search(self, retriever: Retriever, queries: Sequence[str], depth: int) -> list[Ranking]:
+        """``retriever.search(query, depth)`` for every query: a BM25 index's segments searched by Ray tasks.
+
+        Other retrievers (dense, hybrid, plugins) search on the driver, as the local engine does.
+        """
+        if not isinstance(retriever, BM25Index):
+            return search_each(retriever, queries, depth)
         raise NotImplementedError("waits for the segment API of groundkit/retrieval/bm25.py")
 
 

@@ -9,7 +9,7 @@ out, imported inside groundkit/retrieval/dense.py only when a dense model runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -22,6 +22,7 @@ from groundkit.retrieval.kinds import (
     EXTERNAL,
     HYBRID,
     PYTHON,
+    Ranking,
     Retriever,
     RetrieverKind,
     Run,
@@ -48,17 +49,25 @@ def build_retriever(params: Params, chunks: Sequence[Chunk], index_dir: Path, em
     return built
 
 
-def retrieve(params: Params, sources: Sources, queries: Sequence[tuple[str, str]]) -> Run:
-    """Rank passages for every ``(query_id, query)`` with the retriever ``params`` names, or read its run."""
+def search_each(retriever: Retriever, queries: Sequence[str], depth: int) -> list[Ranking]:
+    """``retriever.search(query, depth)`` for every query, in order, with a progress bar on a terminal."""
+    return [list(retriever.search(query, depth)) for query in track(queries, desc="retrieve", unit="query")]
+
+
+def retrieve(params: Params, sources: Sources, queries: Sequence[tuple[str, str]], *,
+             search: Callable[[Retriever, Sequence[str], int], list[Ranking]] = search_each) -> Run:
+    """Rank passages for every ``(query_id, query)`` with the retriever ``params`` names, or read its run.
+
+    ``search`` answers all the queries with the built retriever (an engine's, groundkit/execution/).
+    """
     kind = kind_of(params.retrieve.retriever)
     if not kind.searches:
         run: Run = IMPLEMENTATIONS[kind].read(params, sources, [query_id for query_id, _ in queries])
         return run
     retriever = build_retriever(params, sources.chunks() if kind.needs_chunks else [], sources.index_dir,
                                 sources.embeddings_dir)
-    depth = params.retrieve.depth
+    ranked = search(retriever, [query for _, query in queries], params.retrieve.depth)
     rankings: dict[str, list[tuple[str, float | None]]] = {
-        query_id: list(retriever.search(query, depth))
-        for query_id, query in track(queries, desc="retrieve", unit="query")
+        query_id: list(ranking) for (query_id, _), ranking in zip(queries, ranked, strict=True)
     }
     return Run(rankings, [])

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from groundkit.artifacts import atomic_directory, atomic_write_lines, model_line, read_models
 from groundkit.corpus.passage import Chunk, Document
 from groundkit.corpus.spans import ResolvedJudgment
+from groundkit.execution import open_engine
 from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES_FILE, written_by
 from groundkit.retrieval.kinds import Run, Sources, kind_of
 from groundkit.retrieval.registry import retrieve
@@ -43,7 +44,13 @@ def run(
         index_dir=index_dir,
         embeddings_dir=embeddings_dir,
     )
-    ranked = retrieve(params, sources, [(j.query_id, j.query) for j in judgments])
+    queries = [(j.query_id, j.query) for j in judgments]
+    if kind_of(params.retrieve.retriever).needs_index:
+        # Only a BM25 index is searched on an engine; the other retrievers never connect to one.
+        with open_engine(params.execution) as engine:
+            ranked = retrieve(params, sources, queries, search=engine.search)
+    else:
+        ranked = retrieve(params, sources, queries)
     excluded = {j.query_id: frozenset(j.exclude_documents) for j in judgments if j.exclude_documents}
     if excluded:
         # Applied to the run itself, so the exported run.trec scores the same in ir_measures as here.

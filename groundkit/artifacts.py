@@ -202,13 +202,14 @@ def model_line(model: BaseModel) -> str:
     return json.dumps(round_floats(model.model_dump(mode="json")), sort_keys=True, ensure_ascii=False)
 
 
-def _check_seal(path: Path, data: bytes, producer: str) -> None:
+def _check_seal(path: Path, data: bytes | None, producer: str) -> None:
+    """Compare ``path``'s seal with ``data`` (its bytes) or, when None, the file read in blocks."""
     seal = seal_path(path)
     fix = f"delete it and re-run the {producer} stage (dvc repro -f -s {producer})"
     if not seal.is_file():
         raise ArtifactError(path, f"has no seal {seal.name} beside it, so its completeness cannot be checked", fix=fix)
     recorded = seal.read_text(encoding="utf-8", errors="replace").split(" ", 1)[0]
-    if hashlib.sha256(data).hexdigest() != recorded:
+    if (hashlib.sha256(data).hexdigest() if data is not None else file_sha256(path)) != recorded:
         raise ArtifactError(
             path,
             f"does not match the SHA-256 in {seal.name}: it was truncated or edited after the {producer} stage "
@@ -256,6 +257,40 @@ def read_models(path: str | Path, model: type[M], *, producer: str, sealed: bool
                 line=number,
             ) from None
     return records
+
+
+def iter_models(path: str | Path, model: type[M], *, producer: str) -> Iterator[M]:
+    """:func:`read_models` one record at a time, for artifacts too large to hold.
+
+    The seal is checked first, reading the file in blocks, so a truncated or edited file fails
+    before any record is handed out, with the same messages as :func:`read_models`.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ArtifactError(path, "artifact is missing", fix=f"run the {producer} stage first (dvc repro)")
+    _check_seal(path, None, producer)
+    fix = f"delete it and re-run the {producer} stage (dvc repro -f -s {producer})"
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ArtifactError(path, "is not valid UTF-8; it was damaged or edited",
+                                    fix=f"delete it and re-run the {producer} stage") from None
+            if not line.endswith("\n"):
+                raise ArtifactError(path, "does not end with a newline: it was truncated or edited by hand", fix=fix,
+                                    line=number)
+            try:
+                yield model.model_validate_json(line)
+            except ValidationError as exc:
+                key, problem = describe(exc)
+                raise ArtifactError(
+                    path,
+                    f"record is invalid ({f'{key}: ' if key else ''}{problem}); the artifact was truncated or "
+                    "edited by hand",
+                    fix=fix,
+                    line=number,
+                ) from None
 
 
 def read_json(path: str | Path, *, producer: str) -> Any:

@@ -7,7 +7,7 @@ pieces (the index's segments, the embedder's batches), so the files they write a
 tests/execution/ holds them to it. What stays on the driver (reading the inputs, merging the
 segments' statistics, writing every file, scoring) is the same code in both.
 
-An engine is a context manager: ``with open_engine(params.execution) as engine: engine.build_index(...)``.
+An engine is a context manager: ``with open_engine(params.execution) as engine: engine.write_index(...)``.
 The local engine needs nothing; the Ray engine connects on entry and disconnects on exit. Ray is
 imported by groundkit/execution/ray.py only when that engine is opened, so the default pipeline
 never imports it.
@@ -15,16 +15,16 @@ never imports it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
 
     from groundkit.config import BM25Params, ExecutionParams, TokenizeParams
-    from groundkit.corpus.passage import Chunk
-    from groundkit.retrieval.bm25 import BM25Index
+    from groundkit.retrieval.bm25 import IndexSummary
     from groundkit.retrieval.dense import Encoder
     from groundkit.retrieval.kinds import Ranking, Retriever
 
@@ -36,8 +36,9 @@ class Engine(Protocol):
 
     name: str
 
-    def build_index(self, chunks: Sequence[Chunk], bm25: BM25Params, tokenizer: TokenizeParams) -> BM25Index:
-        """The BM25 index over ``chunks``, in their order (not yet saved)."""
+    def write_index(self, records: Iterable[tuple[str, str, int, str]], directory: Path, bm25: BM25Params,
+                    tokenizer: TokenizeParams) -> IndexSummary:
+        """Index ``(chunk_id, document, start_offset, text)`` records, in their order, into ``directory``."""
         ...
 
     def search(self, retriever: Retriever, queries: Sequence[str], depth: int) -> list[Ranking]:

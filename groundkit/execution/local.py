@@ -6,7 +6,8 @@ loads the BM25 code, nor the retrieve stage the index builder's).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -14,8 +15,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from groundkit.config import BM25Params, TokenizeParams
-    from groundkit.corpus.passage import Chunk
-    from groundkit.retrieval.bm25 import BM25Index
+    from groundkit.retrieval.bm25 import IndexSummary
     from groundkit.retrieval.dense import Encoder
     from groundkit.retrieval.kinds import Ranking, Retriever
 
@@ -32,11 +32,12 @@ class LocalEngine:
                  trace: TracebackType | None) -> None:
         return None
 
-    def build_index(self, chunks: Sequence[Chunk], bm25: BM25Params, tokenizer: TokenizeParams) -> BM25Index:
-        """The BM25 index over ``chunks`` (not yet saved)."""
-        from groundkit.retrieval.bm25 import BM25Index
+    def write_index(self, records: Iterable[tuple[str, str, int, str]], directory: Path, bm25: BM25Params,
+                    tokenizer: TokenizeParams) -> IndexSummary:
+        """``bm25.write_index``: every segment counted, then weighed, in this process."""
+        from groundkit.retrieval.bm25 import write_index
 
-        return BM25Index.build(chunks, k1=bm25.k1, b=bm25.b, tokenizer=tokenizer)
+        return write_index(records, directory, k1=bm25.k1, b=bm25.b, tokenizer=tokenizer)
 
     def search(self, retriever: Retriever, queries: Sequence[str], depth: int) -> list[Ranking]:
         """``retriever.search`` for every query, in order."""

@@ -24,22 +24,38 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import islice
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from groundkit._progress import bar, track
+from groundkit.artifacts import atomic_directory
 from groundkit.config import RAY_EXTRA
 from groundkit.errors import DependencyError, ParamsError
-from groundkit.retrieval.bm25 import BM25Index
+from groundkit.retrieval import bm25 as bm25_module
+from groundkit.retrieval.bm25 import (
+    SEGMENT_ROWS,
+    BM25Index,
+    GlobalStats,
+    IndexSummary,
+    Segment,
+    SegmentCounts,
+    SegmentSummary,
+    count_segment,
+    merge_stats,
+    merge_top,
+    query_terms,
+    weigh_segment,
+)
 from groundkit.retrieval.dense import Encoder, batch_bounds
 from groundkit.retrieval.registry import search_each
 
 if TYPE_CHECKING:
     from groundkit.config import BM25Params, DenseParams, TokenizeParams
-    from groundkit.corpus.passage import Chunk
     from groundkit.retrieval.kinds import Ranking, Retriever
 
 MAX_RETRIES = 3
@@ -128,20 +144,112 @@ class RayEngine:
 
     # --- index
 
-    def build_index(self, chunks: Sequence[Chunk], bm25: BM25Params, tokenizer: TokenizeParams) -> BM25Index:
-        """The BM25 index over ``chunks``, its segments counted and weighed by Ray tasks."""
-        raise NotImplementedError("waits for the segment API of groundkit/retrieval/bm25.py")
+    def write_index(self, records: Iterable[tuple[str, str, int, str]], directory: Path, bm25: BM25Params,
+                    tokenizer: TokenizeParams, *, segment_rows: int = SEGMENT_ROWS) -> IndexSummary:
+        """Index ``(chunk_id, document, start_offset, text)`` records into ``directory``, segments counted and
+        weighed by Ray tasks; the same files, byte for byte, as ``bm25.write_index``.
+
+        The driver reads the records once, keeps the row table, and sends each segment's texts to a
+        count task as soon as the segment is full, holding at most ``_in_flight()`` segments of text at
+        once. ``segment_rows`` is for tests (the engine never changes it).
+        """
+        ray = _ray()
+        count = ray.remote(num_returns=2, max_retries=MAX_RETRIES)(_count_segment)
+        weigh = ray.remote(max_retries=MAX_RETRIES)(_weigh_segment)
+        window = _in_flight(ray)
+        with atomic_directory(directory) as tmp:
+            counts: list[Any] = []
+            summaries: list[Any] = []
+            with (tmp / "documents.jsonl").open("w", encoding="utf-8", newline="\n") as documents, \
+                    bar(total=None, desc="index", unit="chunk") as progress:
+                table, iterator, first_row = bm25_module._RowTable(documents), iter(records), 0
+                while batch := list(islice(iterator, segment_rows)):
+                    texts = []
+                    for chunk_id, document, start_offset, text in batch:
+                        table.add(chunk_id, document, start_offset)
+                        texts.append(text)
+                    del batch
+                    if len(summaries) >= window:  # bounds the texts waiting in the object store
+                        ray.wait(summaries[-window:], num_returns=1, fetch_local=False)
+                    counted, summary = count.remote(texts, tokenizer, first_row)
+                    counts.append(counted)
+                    summaries.append(summary)
+                    first_row += len(texts)
+                    progress.update(len(texts))
+            stats = merge_stats(ray.get(summaries))
+            del summaries
+            shared = ray.put(stats)
+            weighed = [weigh.remote(counted, shared, bm25.k1, bm25.b) for counted in counts]
+            del counts  # the counts go from the object store as each weigh task finishes
+            spans = []
+            for number in range(len(weighed)):
+                segment = ray.get(weighed[number])
+                weighed[number] = None  # each segment leaves the object store once written
+                bm25_module._write_segment(tmp, number, segment)
+                spans.append((segment.first_row, segment.rows))
+                del segment
+            manifest = bm25_module._manifest(k1=bm25.k1, b=bm25.b, tokenizer=tokenizer, vocab_size=len(stats.vocab),
+                                             total_tokens=stats.total_tokens, segments=spans)
+            bm25_module._write_rest(tmp, manifest, stats.vocab, table.arrays())
+        return IndexSummary(stats.n_docs, len(stats.vocab))
 
     # --- search
 
-    def search(self, retriever: Retriever, queries: Sequence[str], depth: int) -> list[Ranking]:
-        """``retriever.search(query, depth)`` for every query: a BM25 index's segments searched by Ray tasks.
+    def search(self, retriever: Retriever, queries: Sequence[str], depth: int, *, query_batch: int = QUERY_BATCH,
+               retries: int = MAX_RETRIES) -> list[Ranking]:
+        """``retriever.search(query, depth)`` for every query; a BM25 index's segments are searched by Ray tasks.
 
-        Other retrievers (dense, hybrid, plugins) search on the driver, as the local engine does.
+        Each segment goes into the object store once; each task answers ``query_batch`` queries on one
+        segment; the driver merges the segments' tops per query with ``merge_top``, as
+        ``BM25Index.search`` does. Other retrievers (dense, hybrid, plugins) search on the driver, as the
+        local engine does. ``query_batch`` and ``retries`` are for tests.
         """
         if not isinstance(retriever, BM25Index):
             return search_each(retriever, queries, depth)
-        raise NotImplementedError("waits for the segment API of groundkit/retrieval/bm25.py")
+        ray = _ray()
+        index = retriever
+        task = ray.remote(max_retries=retries)(_search_segment)
+        segments = [ray.put(_in_memory(segment)) for segment in index.segments]
+        terms = [query_terms(index, query) for query in queries]
+        batches = []
+        for start in range(0, len(terms), query_batch):
+            batch = terms[start : start + query_batch]
+            shared = ray.put(batch)
+            batches.append((len(batch), [task.remote(segment, shared, depth) for segment in segments]))
+        rankings: list[Ranking] = []
+        for size, refs in track(batches, desc="retrieve", unit="batch"):
+            parts = ray.get(refs)  # per segment, per query of the batch: (global rows, scores)
+            for query in range(size):
+                rows, values = merge_top([part[query] for part in parts], depth)
+                rankings.append(list(zip(index._chunk_ids(rows), values.tolist(), strict=True)))
+        return rankings
+
+
+def _count_segment(texts: list[str], tokenizer: TokenizeParams, first_row: int) -> tuple[SegmentCounts, SegmentSummary]:
+    """Pass 1 of one segment, in a Ray task: the counts stay in the object store, the summary goes to the driver."""
+    counts = count_segment(texts, tokenizer, first_row=first_row)
+    return counts, counts.summary()
+
+
+def _weigh_segment(counts: SegmentCounts, stats: GlobalStats, k1: float, b: float) -> Segment:
+    """Pass 2 of one segment, in a Ray task."""
+    return weigh_segment(counts, stats, k1=k1, b=b)
+
+
+def _search_segment(segment: Segment, queries: list[np.ndarray], depth: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """One segment's top ``depth`` for each query of a batch, in a Ray task (it only reads: safe to run again)."""
+    return [segment.top(terms, depth) for terms in queries]
+
+
+def _in_memory(segment: Segment) -> Segment:
+    """The segment with its memory-mapped arrays read, to be put in the object store as plain arrays."""
+    return Segment(first_row=segment.first_row, rows=segment.rows, indptr=np.array(segment.indptr),
+                   indices=np.array(segment.indices), data=np.array(segment.data))
+
+
+def _in_flight(ray: Any) -> int:
+    """Segments of text the driver lets wait for a count task: two per CPU of the cluster."""
+    return 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
 def _quiet_data() -> None:

@@ -1,12 +1,9 @@
-"""The BM25 baseline: a Lucene-BM25 index over chunks.
+"""The BM25 baseline: a Lucene-BM25 index over chunks, built in segments and searched from disk.
 
 groundkit owns the tokenizer, the vocabulary order, the on-disk format and
-the ranking order, and computes the score matrix itself with numpy. The
-matrix is bit-identical to bm25s 0.3.16 (``method="lucene"``,
-``build_index_from_ids``), which a test checks. Doing it here, block by
-block with numpy, keeps no per-token Python object alive (bm25s holds every
-token id of the corpus as a Python int), so a million chunks index in a few
-GB; BENCHMARKS.md has the figures.
+the ranking order, and computes the weights itself with numpy. The weights
+are bit-identical to bm25s 0.3.16 (``method="lucene"``,
+``build_index_from_ids``), which a test checks.
 
 Lucene BM25 (Kamphuis et al., ECIR 2020, "Lucene" variant):
 
@@ -21,9 +18,28 @@ idf is rounded to float32, the term weight is computed in float64 and stored
 as float32, and a query's score is summed in float32, token by token, in
 query order.
 
+Rows (chunks, in the order given) are cut into segments of ``SEGMENT_ROWS``
+rows, and the index is built in two passes (the contract the Ray engine
+shares, written down in the issue's segment API):
+
+1. :func:`count_segment` tokenizes one segment's texts into (row, term, tf)
+   triples; its :meth:`SegmentCounts.summary` is the segment's vocabulary,
+   document frequencies and token total.
+2. :func:`merge_stats` adds the summaries up into exact corpus statistics
+   (sorted vocabulary, df, N, average length), and :func:`weigh_segment`
+   turns each segment's triples into a CSC matrix over global term ids.
+
+A term's weight in a row depends only on the row and those global
+statistics, so the segments are the columns of the whole-corpus matrix cut
+by row, and a query scores each segment on its own (:meth:`Segment.top`)
+before :func:`merge_top` keeps the best. :func:`write_index` streams rows
+from an iterable, spilling each segment's triples to disk, so memory holds
+one segment, the vocabulary and a few arrays of one number per row.
+
 On disk an index is plain arrays and JSON, loaded without pickle, with a
 SHA-256 of every file in its manifest so a truncated or edited index is
-detected before it is used. The manifest also records the tokenizer
+detected before it is used; the arrays are memory-mapped, so a query reads
+only its terms' postings. The manifest also records the tokenizer
 configuration, so a loaded index tokenizes queries the way its chunks were.
 """
 
@@ -31,11 +47,14 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from itertools import chain, count
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from itertools import chain, count, islice, pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -49,52 +68,188 @@ from groundkit.errors import ArtifactError
 if TYPE_CHECKING:
     from groundkit.config import Params
 
-# /2: the manifest records the tokenizer configuration (a mapping), not a fixed string.
-FORMAT = "groundkit-bm25/2"
+# /3: rows cut into segments (one folder of arrays each) and a row table of arrays instead of rows.json.
+FORMAT = "groundkit-bm25/3"
+# Rows per segment. Fixed, so that segment boundaries depend only on the row count, never on who builds.
+SEGMENT_ROWS = 2**20
 _ARRAYS = ("data", "indices", "indptr")
+_TABLE = {"chunk_ids.npy": np.dtype("S16"), "row_documents.npy": np.dtype(np.int32),
+          "start_offsets.npy": np.dtype(np.int64)}
+_ID_CHARS = 16  # a chunk id is a content id: 16 hex digits
 # Chunks tokenized per step of the build: large enough for numpy to dominate,
 # small enough that one block's token strings stay in the tens of MB.
 _BLOCK = 8192
+# Rows gathered into the row table's arrays at a time (a list of 10M strings would take about a GB).
+_TABLE_BLOCK = 65536
+_FIX = "delete it and re-run the index stage (dvc repro -f -s index)"
 
 
-def _count_terms(
-    chunks: Sequence[Chunk], tokenize: Callable[[str], list[str]], desc: str
-) -> tuple[list[str], np.ndarray, np.ndarray, list[_Block]]:
-    """Tokenize every chunk once and count its terms, block by block.
+@lru_cache(maxsize=8)
+def _tokenizer_for(params: TokenizeParams) -> Callable[[str], list[str]]:
+    return make_tokenizer(params)
 
-    Returns the sorted vocabulary, the map from provisional term ids (order of
-    first appearance) to sorted-vocabulary ids, each chunk's token count, and
-    per block of chunks one entry per distinct (chunk, term) pair: row,
-    provisional term id, term frequency, ordered by row. Token strings live
-    only while their block is processed.
+
+@dataclass(frozen=True, eq=False)
+class SegmentSummary:
+    """What the merge needs of one segment: small and picklable.
+
+    Attributes:
+        first_row: Global row of the segment's first row.
+        rows: Rows in the segment.
+        total_tokens: Tokens in the segment's rows.
+        vocab: The segment's terms, in order of first appearance.
+        df: Rows of the segment holding each term of ``vocab`` (int64).
+        tokenizer: The tokenizer the segment was counted with.
     """
+
+    first_row: int
+    rows: int
+    total_tokens: int
+    vocab: list[str]
+    df: np.ndarray
+    tokenizer: TokenizeParams
+
+
+class SegmentCounts:
+    """Pass 1 of one segment: row lengths and (row, local term, tf) triples, in memory or spilled to a folder.
+
+    Rows in the triples are local to the segment; terms are positions in :attr:`vocab`. Triples come in
+    blocks ordered by row, each block sorted by (row, term).
+    """
+
+    def __init__(self, *, first_row: int, tokenizer: TokenizeParams, lengths: np.ndarray | None,
+                 vocab: list[str] | None, df: np.ndarray | None, blocks: list[np.ndarray],
+                 spill: Path | None = None, sizes: Sequence[int] = ()) -> None:
+        self.first_row = first_row
+        self.tokenizer = tokenizer
+        self._lengths, self._vocab, self._df, self._blocks = lengths, vocab, df, blocks
+        self._spill, self._sizes = spill, list(sizes)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Tokens per row (int64)."""
+        if self._lengths is not None:
+            return self._lengths
+        return np.load(self._folder / "lengths.npy", allow_pickle=False)
+
+    @property
+    def vocab(self) -> list[str]:
+        """The segment's terms in order of first appearance."""
+        if self._vocab is not None:
+            return self._vocab
+        return json.loads((self._folder / "vocab.json").read_text(encoding="utf-8"))
+
+    @property
+    def df(self) -> np.ndarray:
+        """Rows holding each local term (int64)."""
+        if self._df is not None:
+            return self._df
+        return np.load(self._folder / "df.npy", allow_pickle=False)
+
+    @property
+    def _folder(self) -> Path:
+        assert self._spill is not None, "counts without a spill folder keep everything in memory"
+        return self._spill
+
+    def blocks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The triples block by block, as (rows, terms, tfs) int32 arrays; a spilled block is read when reached."""
+        if self._spill is None:
+            for block in self._blocks:
+                yield block[0], block[1], block[2]
+            return
+        with (self._spill / "triples.i32").open("rb") as handle:
+            for size in self._sizes:
+                block = np.fromfile(handle, dtype=np.int32, count=3 * size).reshape(3, size)
+                yield block[0], block[1], block[2]
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Local row of every triple."""
+        return np.concatenate([b[0] for b in self.blocks()] or [np.zeros(0, np.int32)])
+
+    @property
+    def terms(self) -> np.ndarray:
+        """Local term of every triple."""
+        return np.concatenate([b[1] for b in self.blocks()] or [np.zeros(0, np.int32)])
+
+    @property
+    def tfs(self) -> np.ndarray:
+        """Term frequency of every triple."""
+        return np.concatenate([b[2] for b in self.blocks()] or [np.zeros(0, np.int32)])
+
+    def summary(self) -> SegmentSummary:
+        """The segment's vocabulary, document frequencies, row count and token total."""
+        lengths = self.lengths
+        return SegmentSummary(first_row=self.first_row, rows=len(lengths), total_tokens=int(lengths.sum()),
+                              vocab=self.vocab, df=self.df, tokenizer=self.tokenizer)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (to a Ray worker, say) with its data in memory: a spill folder is local to one machine.
+        return (_counts_from_state, (self.first_row, self.tokenizer, self.lengths, self.vocab, self.df,
+                                     [np.stack(b) for b in self.blocks()]))
+
+
+def _counts_from_state(first_row: int, tokenizer: TokenizeParams, lengths: np.ndarray, vocab: list[str],
+                       df: np.ndarray, blocks: list[np.ndarray]) -> SegmentCounts:
+    return SegmentCounts(first_row=first_row, tokenizer=tokenizer, lengths=lengths, vocab=vocab, df=df,
+                         blocks=blocks)
+
+
+def count_segment(texts: Iterable[str], tokenizer: TokenizeParams | None = None, *, first_row: int,
+                  spill: Path | None = None) -> SegmentCounts:
+    """Pass 1 over one segment: tokenize each text once and count its terms, block by block.
+
+    Token strings live only while their block is processed. With ``spill`` (a folder that must not
+    exist yet), the triples go to disk as they are made and the returned counts read them back.
+    """
+    tokenizer = tokenizer or TokenizeParams()
+    tokenize = _tokenizer_for(tokenizer)
     first_seen: defaultdict[str, int] = defaultdict(count().__next__)  # assigns ids in C, in order of appearance
     lookup = first_seen.__getitem__
-    lengths = np.zeros(len(chunks), dtype=np.int64)
-    blocks: list[_Block] = []
-    with bar(total=len(chunks), desc=desc, unit="chunk") as progress:
-        for start in range(0, len(chunks), _BLOCK):
-            tokens = [tokenize(chunk.text) for chunk in chunks[start : start + _BLOCK]]
+    df = np.zeros(0, dtype=np.int64)
+    lengths: list[np.ndarray] = []
+    blocks: list[np.ndarray] = []
+    sizes: list[int] = []
+    sink: IO[bytes] | None = None
+    if spill is not None:
+        spill.mkdir()
+        sink = (spill / "triples.i32").open("wb")
+    iterator, row = iter(texts), 0
+    try:
+        while batch := list(islice(iterator, _BLOCK)):
+            tokens = [tokenize(text) for text in batch]
+            del batch
             counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-            lengths[start : start + len(tokens)] = counts
             ids = np.fromiter(map(lookup, chain.from_iterable(tokens)), dtype=np.int64, count=int(counts.sum()))
             del tokens
-            owner = np.repeat(np.arange(start, start + len(counts), dtype=np.int64), counts)
-            # One sort per block finds each chunk's distinct terms and their counts.
+            owner = np.repeat(np.arange(row, row + len(counts), dtype=np.int64), counts)
+            # One sort per block finds each row's distinct terms and their counts.
             pairs, tf = np.unique((owner << 32) | ids, return_counts=True)
-            blocks.append(_Block((pairs >> 32).astype(np.int32), (pairs & 0xFFFFFFFF).astype(np.int32),
-                                 tf.astype(np.int32)))
-            progress.update(len(counts))
-    vocab = sorted(first_seen)
-    final = np.empty(len(vocab), dtype=np.int32)
-    final[np.fromiter(map(lookup, vocab), dtype=np.int64, count=len(vocab))] = np.arange(len(vocab), dtype=np.int32)
-    return vocab, final, lengths, blocks
-
-
-class _Block(NamedTuple):
-    rows: np.ndarray
-    terms: np.ndarray
-    tfs: np.ndarray
+            block = np.empty((3, len(pairs)), dtype=np.int32)
+            block[0], block[1], block[2] = pairs >> 32, pairs & 0xFFFFFFFF, tf
+            seen = np.bincount(block[1], minlength=len(first_seen)).astype(np.int64)
+            seen[: len(df)] += df
+            df = seen
+            if sink is not None:
+                block.tofile(sink)
+                sizes.append(len(pairs))
+            else:
+                blocks.append(block)
+            lengths.append(counts)
+            row += len(counts)
+    finally:
+        if sink is not None:
+            sink.close()
+    row_lengths = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
+    vocab = list(first_seen)
+    if spill is None:
+        return SegmentCounts(first_row=first_row, tokenizer=tokenizer, lengths=row_lengths, vocab=vocab, df=df,
+                             blocks=blocks)
+    np.save(spill / "lengths.npy", row_lengths, allow_pickle=False)
+    np.save(spill / "df.npy", df, allow_pickle=False)
+    (spill / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    return SegmentCounts(first_row=first_row, tokenizer=tokenizer, lengths=None, vocab=None, df=None, blocks=[],
+                         spill=spill, sizes=sizes)
 
 
 def _lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
@@ -104,45 +259,321 @@ def _lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
     return idf.astype(np.float32)[inverse]
 
 
-def _score_matrix(
-    lengths: np.ndarray, final: np.ndarray, blocks: list[_Block], k1: float, b: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The (chunk x term) weight matrix in CSC form: per term, its rows ascending.
+@dataclass(frozen=True, eq=False)
+class GlobalStats:
+    """Exact corpus statistics, merged from every segment's summary.
 
-    A counting sort by term, one block at a time: blocks come in row order, so
-    appending each block's entries at its terms' write heads keeps every
-    term's rows ascending. Each block is freed once placed, so the peak is
-    about the finished matrix plus the block counts, with no global sort.
+    Attributes:
+        vocab: Every term, sorted; a term's position is its global id.
+        df: Rows holding each term (int64).
+        n_docs: Rows in the corpus.
+        total_tokens: Tokens in the corpus.
+        tokenizer: The tokenizer every segment was counted with.
     """
-    vocab_size = len(final)
-    df = np.zeros(vocab_size, dtype=np.int64)
-    for block in blocks:
-        df += np.bincount(block.terms, minlength=vocab_size)
-    df[final] = df.copy()  # provisional -> sorted-vocabulary order
-    idf = _lucene_idf(df, len(lengths))
-    avgdl = lengths.mean()  # the same float64 mean bm25s takes
-    # Same operations, in the same order and precision, as bm25s's _score_tfc_robertson.
-    norm = k1 * ((1 - b) + b * lengths.astype(np.float64) / avgdl)
-    indptr = np.zeros(vocab_size + 1, dtype=np.int64)
+
+    vocab: list[str]
+    df: np.ndarray
+    n_docs: int
+    total_tokens: int
+    tokenizer: TokenizeParams
+
+    @property
+    def avgdl(self) -> float:
+        """Mean tokens per row; the integer sum is exact, so this equals bm25s's ``lengths.mean()``."""
+        return self.total_tokens / self.n_docs if self.n_docs else 0.0
+
+    @cached_property
+    def idf(self) -> np.ndarray:
+        """Lucene idf per term (float32)."""
+        return _lucene_idf(self.df, self.n_docs)
+
+    @cached_property
+    def term_ids(self) -> dict[str, int]:
+        """Term -> global id."""
+        return dict(zip(self.vocab, range(len(self.vocab)), strict=True))
+
+
+class _StatsMerger:
+    """Adds segment summaries up one at a time, so a caller can drop each summary once added."""
+
+    def __init__(self) -> None:
+        self._df: dict[str, int] = {}
+        self._rows: list[tuple[int, int]] = []
+        self._tokens = 0
+        self._tokenizer: TokenizeParams | None = None
+
+    def add(self, summary: SegmentSummary) -> None:
+        if self._tokenizer is not None and summary.tokenizer != self._tokenizer:
+            raise ValueError("segments counted with different tokenizers cannot be merged")
+        self._tokenizer = summary.tokenizer
+        self._rows.append((summary.first_row, summary.rows))
+        self._tokens += summary.total_tokens
+        merged, get = self._df, self._df.get
+        for term, df in zip(summary.vocab, summary.df.tolist(), strict=True):
+            merged[term] = get(term, 0) + df
+
+    def result(self) -> GlobalStats:
+        spans = sorted(self._rows)
+        if any(a + n > b for (a, n), (b, _) in pairwise(spans)):
+            raise ValueError(f"segments overlap: {spans}")
+        vocab = sorted(self._df)
+        df = np.fromiter(map(self._df.__getitem__, vocab), dtype=np.int64, count=len(vocab))
+        return GlobalStats(vocab=vocab, df=df, n_docs=sum(n for _, n in spans), total_tokens=self._tokens,
+                           tokenizer=self._tokenizer or TokenizeParams())
+
+
+def merge_stats(summaries: Iterable[SegmentSummary]) -> GlobalStats:
+    """Exact global statistics from the segments' summaries, whatever their order or number."""
+    merger = _StatsMerger()
+    for summary in summaries:
+        merger.add(summary)
+    return merger.result()
+
+
+@dataclass(eq=False)
+class Segment:
+    """Pass 2 of one segment: its rows' weights, CSC by global term, rows local and ascending per term.
+
+    Attributes:
+        first_row: Global row of the segment's first row.
+        rows: Rows in the segment.
+        indptr: int64, one more than the vocabulary; term t's postings are ``indptr[t]:indptr[t + 1]``.
+        indices: int32 local rows.
+        data: float32 weights.
+    """
+
+    first_row: int
+    rows: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+
+    def scores(self, terms: np.ndarray) -> np.ndarray:
+        """float32 score of each of the segment's rows: query terms added one at a time, in query order."""
+        scores = np.zeros(self.rows, dtype=np.float32)
+        indptr, indices, data = self.indptr, self.indices, self.data
+        for term in terms.tolist():
+            start, end = int(indptr[term]), int(indptr[term + 1])
+            # A term's rows are distinct, so this adds each row's weight once, as np.add.at would (faster).
+            scores[indices[start:end]] += data[start:end]
+        return scores
+
+    def top(self, terms: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        """Global rows (int64) and float32 scores of the segment's best ``depth`` rows scoring above zero."""
+        rows, values = _select(self.scores(terms), depth)
+        return rows.astype(np.int64) + self.first_row, values
+
+
+def weigh_segment(counts: SegmentCounts, stats: GlobalStats, *, k1: float, b: float) -> Segment:
+    """Pass 2 over one segment: the Lucene weight of every (row, term), placed by a counting sort by term.
+
+    Blocks of triples come in row order, so appending each block's entries at its terms' write heads
+    keeps every term's rows ascending, with no sort over the whole segment.
+    """
+    vocab, lengths = counts.vocab, counts.lengths
+    to_global = np.fromiter(map(stats.term_ids.__getitem__, vocab), dtype=np.int64, count=len(vocab))
+    del vocab
+    df = np.zeros(len(stats.vocab), dtype=np.int64)
+    df[to_global] = counts.df
+    indptr = np.zeros(len(stats.vocab) + 1, dtype=np.int64)
     np.cumsum(df, out=indptr[1:])
     del df
-    heads = indptr[:-1].copy()
     data = np.empty(int(indptr[-1]), dtype=np.float32)
     indices = np.empty(int(indptr[-1]), dtype=np.int32)
-    while blocks:
-        rows, provisional, tfs = blocks.pop(0)
-        terms = final[provisional]
-        order = np.argsort((terms.astype(np.int64) << 32) | rows)  # keys are distinct: no tie to break
-        rows, terms, tfs = rows[order], terms[order], tfs[order]
-        tf = tfs.astype(np.float64)
-        weight = idf[terms].astype(np.float64) * (tf / (norm[rows] + tf))
-        first = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
-        sizes = np.diff(np.append(first, len(terms)))
-        position = heads[terms] + (np.arange(len(terms)) - np.repeat(first, sizes))
-        data[position] = weight
-        indices[position] = rows
-        heads[terms[first]] += sizes
-    return data, indices, indptr
+    if len(data):
+        heads = indptr[:-1].copy()
+        idf = stats.idf
+        # Same operations, in the same order and precision, as bm25s's _score_tfc_robertson.
+        norm = k1 * ((1 - b) + b * lengths.astype(np.float64) / stats.avgdl)
+        for rows, local, tfs in counts.blocks():
+            terms = to_global[local]
+            order = np.argsort((terms << 32) | rows)  # keys are distinct: no tie to break
+            rows, terms, tfs = rows[order], terms[order], tfs[order]
+            tf = tfs.astype(np.float64)
+            weight = idf[terms].astype(np.float64) * (tf / (norm[rows] + tf))
+            first = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
+            sizes = np.diff(np.append(first, len(terms)))
+            position = heads[terms] + (np.arange(len(terms)) - np.repeat(first, sizes))
+            data[position] = weight
+            indices[position] = rows
+            heads[terms[first]] += sizes
+    return Segment(first_row=counts.first_row, rows=len(lengths), indptr=indptr, indices=indices, data=data)
+
+
+def query_terms(index_or_stats: BM25Index | GlobalStats, query: str) -> np.ndarray:
+    """Global term ids of ``query``'s tokens (int64), in query order, repeats kept, unknown tokens dropped."""
+    ids = index_or_stats.term_ids
+    tokens = _tokenizer_for(index_or_stats.tokenizer)(query)
+    return np.fromiter((t for t in map(ids.get, tokens) if t is not None), dtype=np.int64)
+
+
+def merge_top(parts: Sequence[tuple[np.ndarray, np.ndarray]], depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``depth`` of several segments' tops: score descending, then global row ascending."""
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    rows = np.concatenate([np.asarray(p[0], dtype=np.int64) for p in parts])
+    scores = np.concatenate([np.asarray(p[1], dtype=np.float32) for p in parts])
+    order = np.lexsort((rows, -scores))[:depth]
+    return rows[order], scores[order]
+
+
+class _RowTable:
+    """Row -> (chunk id, document, start offset), kept as arrays of one number per row.
+
+    Documents are numbered in order of appearance, a new number whenever a row's document differs
+    from the previous row's; their names are written as they come (to a file, or a list in memory).
+    """
+
+    def __init__(self, documents: IO[str] | None = None) -> None:
+        self._sink = documents
+        self.documents: list[str] = []
+        self._last: str | None = None
+        self._number = -1
+        self._pending: tuple[list[str], list[int], list[int]] = ([], [], [])
+        self._parts: dict[str, list[np.ndarray]] = {name: [] for name in _TABLE}
+
+    def add(self, chunk_id: str, document: str, start_offset: int) -> None:
+        if document != self._last:
+            self._last, self._number = document, self._number + 1
+            if self._sink is not None:
+                self._sink.write(_document_line(document))
+            else:
+                self.documents.append(document)
+        ids, numbers, offsets = self._pending
+        ids.append(chunk_id)
+        numbers.append(self._number)
+        offsets.append(start_offset)
+        if len(ids) == _TABLE_BLOCK:
+            self._flush()
+
+    def _flush(self) -> None:
+        ids, numbers, offsets = self._pending
+        if not ids:
+            return
+        if sum(map(len, ids)) != _ID_CHARS * len(ids):
+            raise ValueError(f"a chunk id is not {_ID_CHARS} characters long")
+        encoded = np.array(ids, dtype=_TABLE["chunk_ids.npy"])
+        for name, values in zip(_TABLE, (encoded, numbers, offsets), strict=True):
+            self._parts[name].append(np.asarray(values, dtype=_TABLE[name]))
+        self._pending = ([], [], [])
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The finished arrays, by file name."""
+        self._flush()
+        return {name: np.concatenate(parts) if parts else np.zeros(0, dtype=_TABLE[name])
+                for name, parts in self._parts.items()}
+
+
+def _document_line(document: str) -> str:
+    return json.dumps(document, ensure_ascii=False) + "\n"
+
+
+def _segment_folder(number: int) -> str:
+    return f"seg-{number:05d}"
+
+
+def _write_segment(directory: Path, number: int, segment: Segment) -> None:
+    folder = directory / _segment_folder(number)
+    folder.mkdir()
+    for name in _ARRAYS:
+        np.save(folder / f"{name}.npy", getattr(segment, name), allow_pickle=False)
+
+
+def _write_rest(directory: Path, manifest: dict[str, Any], vocab: list[str], table: dict[str, np.ndarray]) -> None:
+    """Everything but the segments and documents.jsonl: the vocabulary, the row table and the manifest last."""
+    (directory / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False) + "\n", encoding="utf-8")
+    for name, array in table.items():
+        np.save(directory / name, array, allow_pickle=False)
+    files = {p.relative_to(directory).as_posix(): file_sha256(p)
+             for p in sorted(directory.rglob("*")) if p.is_file()}
+    (directory / "manifest.json").write_text(dumps_json({**manifest, "files": files}), encoding="utf-8")
+
+
+def _manifest(*, k1: float, b: float, tokenizer: TokenizeParams, vocab_size: int, total_tokens: int,
+              segments: Sequence[tuple[int, int]]) -> dict[str, Any]:
+    num_chunks = sum(rows for _, rows in segments)
+    return {
+        "format": FORMAT,
+        "k1": k1,
+        "b": b,
+        "method": "lucene",
+        "tokenizer": tokenizer.describe(),
+        "num_chunks": num_chunks,
+        "vocab_size": vocab_size,
+        "avg_chunk_tokens": total_tokens / num_chunks if num_chunks else 0.0,
+        "total_tokens": total_tokens,
+        "segments": [{"first_row": first, "rows": rows} for first, rows in segments],
+    }
+
+
+def _count_all(records: Iterable[tuple[str, str, int, str]], table: _RowTable, tokenizer: TokenizeParams,
+               segment_rows: int, spill: Path | None, total: int | None) -> tuple[GlobalStats, list[SegmentCounts]]:
+    """Pass 1 over every segment in turn, then the merge; each summary is dropped once merged."""
+    if segment_rows < 1:
+        raise ValueError(f"segment_rows must be 1 or more, got {segment_rows}")
+    iterator = iter(records)
+    merger, counted, first_row = _StatsMerger(), [], 0
+    with bar(total=total, desc="index", unit="chunk") as progress:
+        def texts(limit: int) -> Iterator[str]:
+            done = 0
+            for chunk_id, document, start_offset, text in islice(iterator, limit):
+                table.add(chunk_id, document, start_offset)
+                done += 1
+                if done % _BLOCK == 0:
+                    progress.update(_BLOCK)
+                yield text
+            progress.update(done % _BLOCK)
+
+        while True:
+            folder = None if spill is None else spill / _segment_folder(len(counted))
+            counts = count_segment(texts(segment_rows), tokenizer, first_row=first_row, spill=folder)
+            summary = counts.summary()
+            if summary.rows == 0:
+                if folder is not None:
+                    shutil.rmtree(folder)
+                break
+            merger.add(summary)
+            counted.append(counts)
+            first_row += summary.rows
+            if summary.rows < segment_rows:
+                break
+    return merger.result(), counted
+
+
+class IndexSummary(NamedTuple):
+    """What :func:`write_index` built, in two numbers."""
+
+    num_chunks: int
+    vocab_size: int
+
+
+def write_index(records: Iterable[tuple[str, str, int, str]], directory: str | Path, *, k1: float, b: float,
+                tokenizer: TokenizeParams | None = None, segment_rows: int = SEGMENT_ROWS) -> IndexSummary:
+    """Index ``(chunk_id, document, start_offset, text)`` records as they stream by, straight to disk.
+
+    Each segment's counts are spilled to a folder inside the index's temporary directory and
+    weighed once every segment has been counted; the folder is gone before the index is moved
+    into place. The files are the same bytes as ``BM25Index.build(...).save(directory)``.
+    """
+    tokenizer = tokenizer or TokenizeParams()
+    with atomic_directory(directory) as tmp:
+        spill = tmp / ".spill"
+        spill.mkdir()
+        with (tmp / "documents.jsonl").open("w", encoding="utf-8", newline="\n") as documents:
+            table = _RowTable(documents)
+            stats, counted = _count_all(records, table, tokenizer, segment_rows, spill, total=None)
+        spans = []
+        for number, counts in enumerate(counted):
+            segment = weigh_segment(counts, stats, k1=k1, b=b)
+            _write_segment(tmp, number, segment)
+            spans.append((segment.first_row, segment.rows))
+            del segment
+        del counted
+        shutil.rmtree(spill)
+        manifest = _manifest(k1=k1, b=b, tokenizer=tokenizer, vocab_size=len(stats.vocab),
+                             total_tokens=stats.total_tokens, segments=spans)
+        _write_rest(tmp, manifest, stats.vocab, table.arrays())
+    return IndexSummary(stats.n_docs, len(stats.vocab))
 
 
 class BM25Index:
@@ -157,69 +588,62 @@ class BM25Index:
         k1: float,
         b: float,
         vocab: list[str],
-        rows: list[tuple[str, str, int]],
-        data: np.ndarray,
-        indices: np.ndarray,
-        indptr: np.ndarray,
+        table: dict[str, np.ndarray],
+        documents: list[str] | Path,
+        segments: list[Segment],
         avg_tokens: float,
+        total_tokens: int,
         tokenizer: TokenizeParams | None = None,
     ) -> None:
         self.tokenizer = tokenizer or TokenizeParams()
-        self._tokenize = make_tokenizer(self.tokenizer)
         self.k1 = k1
         self.b = b
         self.vocab = vocab
-        self.rows = rows
-        self._token_ids = dict(zip(vocab, range(len(vocab)), strict=True))
-        self._chunk_ids = np.array([row[0] for row in rows], dtype=object)  # row -> chunk id, gathered in C
+        self.term_ids = dict(zip(vocab, range(len(vocab)), strict=True))
+        self.segments = segments
+        self._table = table
+        self._documents = documents
         self._avg_tokens = avg_tokens
-        self._data = data
-        self._indices = indices
-        self._indptr = indptr
+        self._total_tokens = total_tokens
 
     @property
     def num_chunks(self) -> int:
-        return len(self.rows)
+        return len(self._table["chunk_ids.npy"])
+
+    @cached_property
+    def rows(self) -> list[tuple[str, str, int]]:
+        """``(chunk_id, document, start_offset)`` per row; a loaded index reads its document names only here."""
+        documents = self._documents
+        if isinstance(documents, Path):
+            documents = [json.loads(line) for line in documents.read_text(encoding="utf-8").splitlines()]
+        names = [documents[i] for i in self._table["row_documents.npy"].tolist()]
+        return list(zip(self._chunk_ids(np.arange(self.num_chunks)), names,
+                        self._table["start_offsets.npy"].tolist(), strict=True))
+
+    def _chunk_ids(self, rows: np.ndarray) -> list[str]:
+        return [cid.decode("ascii") for cid in self._table["chunk_ids.npy"][rows].tolist()]
 
     @classmethod
     def build(
-        cls, chunks: Sequence[Chunk], *, k1: float, b: float, tokenizer: TokenizeParams | None = None
+        cls, chunks: Sequence[Chunk], *, k1: float, b: float, tokenizer: TokenizeParams | None = None,
+        segment_rows: int = SEGMENT_ROWS,
     ) -> BM25Index:
-        """Tokenize and index ``chunks``; their order is kept as the row order."""
+        """Tokenize and index ``chunks`` in memory; their order is kept as the row order."""
         tokenizer = tokenizer or TokenizeParams()
-        vocab, final, lengths, blocks = _count_terms(chunks, make_tokenizer(tokenizer), desc="index")
-        if vocab:
-            data, indices, indptr = _score_matrix(lengths, final, blocks, k1, b)
-        else:
-            data = np.zeros(0, dtype=np.float32)
-            indices = np.zeros(0, dtype=np.int32)
-            indptr = np.zeros(1, dtype=np.int64)
-        return cls(
-            k1=k1,
-            b=b,
-            vocab=vocab,
-            rows=[(c.chunk_id, c.document, c.start_offset) for c in chunks],
-            data=data,
-            indices=indices,
-            indptr=indptr,
-            avg_tokens=int(lengths.sum()) / len(chunks) if len(chunks) else 0.0,
-            tokenizer=tokenizer,
-        )
+        table = _RowTable()
+        records = ((c.chunk_id, c.document, c.start_offset, c.text) for c in chunks)
+        stats, counted = _count_all(records, table, tokenizer, segment_rows, spill=None, total=len(chunks))
+        segments = [weigh_segment(counts, stats, k1=k1, b=b) for counts in counted]
+        return cls(k1=k1, b=b, vocab=stats.vocab, table=table.arrays(), documents=table.documents,
+                   segments=segments, avg_tokens=stats.avgdl, total_tokens=stats.total_tokens, tokenizer=tokenizer)
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every row for ``query`` (float32, zero where no token is shared).
 
-        Summed in float32 with ``np.add.at``, one query token at a time in
-        query order, exactly as bm25s does.
+        Summed in float32, one query token at a time in query order, exactly as bm25s does.
         """
-        scores = np.zeros(self.num_chunks, dtype=np.float32)
-        indptr, indices, data = self._indptr, self._indices, self._data
-        for token in self._tokenize(query):
-            term = self._token_ids.get(token)
-            if term is not None:
-                start, end = int(indptr[term]), int(indptr[term + 1])
-                np.add.at(scores, indices[start:end], data[start:end])
-        return scores
+        terms = query_terms(self, query)
+        return np.concatenate([s.scores(terms) for s in self.segments] or [np.zeros(0, dtype=np.float32)])
 
     def search(self, query: str, depth: int) -> list[tuple[str, float]]:
         """Top ``depth`` chunks with a score above zero, as ``(chunk_id, score)``.
@@ -227,83 +651,89 @@ class BM25Index:
         Order: score descending, then row ascending, i.e. (document path,
         start_offset). The tie-break never depends on a sort's stability.
         """
-        rows, values = _select(self.scores(query), depth)
-        return list(zip(self._chunk_ids[rows].tolist(), values.tolist(), strict=True))
+        terms = query_terms(self, query)
+        rows, values = merge_top([s.top(terms, depth) for s in self.segments], depth)
+        return list(zip(self._chunk_ids(rows), values.tolist(), strict=True))
 
     def save(self, directory: str | Path) -> None:
         """Write the index atomically: arrays as .npy, everything else as JSON."""
-        arrays = {"data": self._data, "indices": self._indices, "indptr": self._indptr}
+        documents = self._documents
         with atomic_directory(directory) as tmp:
-            for name, array in arrays.items():
-                np.save(tmp / f"{name}.npy", array, allow_pickle=False)
-            (tmp / "vocab.json").write_text(json.dumps(self.vocab, ensure_ascii=False) + "\n", encoding="utf-8")
-            (tmp / "rows.json").write_text(
-                json.dumps([list(row) for row in self.rows], ensure_ascii=False) + "\n", encoding="utf-8"
-            )
-            files = {p.name: file_sha256(p) for p in sorted(tmp.iterdir())}
-            manifest = {
-                "format": FORMAT,
-                "k1": self.k1,
-                "b": self.b,
-                "method": "lucene",
-                "tokenizer": self.tokenizer.describe(),
-                "num_chunks": self.num_chunks,
-                "vocab_size": len(self.vocab),
-                "avg_chunk_tokens": self._avg_tokens,
-                "files": files,
-            }
-            (tmp / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
+            if isinstance(documents, Path):
+                shutil.copyfile(documents, tmp / "documents.jsonl")
+            else:
+                with (tmp / "documents.jsonl").open("w", encoding="utf-8", newline="\n") as sink:
+                    sink.writelines(map(_document_line, documents))
+            for number, segment in enumerate(self.segments):
+                _write_segment(tmp, number, segment)
+            spans = [(s.first_row, s.rows) for s in self.segments]
+            manifest = _manifest(k1=self.k1, b=self.b, tokenizer=self.tokenizer, vocab_size=len(self.vocab),
+                                 total_tokens=self._total_tokens, segments=spans)
+            _write_rest(tmp, manifest, self.vocab, {name: np.asarray(a) for name, a in self._table.items()})
 
     @classmethod
     def load(cls, directory: str | Path) -> BM25Index:
-        """Load an index written by :meth:`save`, verifying every file's SHA-256 first."""
+        """Load an index written by :meth:`save`, verifying every file's SHA-256 first; arrays are memory-mapped."""
         directory = Path(directory)
-        fix = "delete it and re-run the index stage (dvc repro -f -s index)"
         manifest_path = directory / "manifest.json"
         if not manifest_path.is_file():
-            raise ArtifactError(directory, "is not a groundkit index (manifest.json missing)", fix=fix)
+            raise ArtifactError(directory, "is not a groundkit index (manifest.json missing)", fix=_FIX)
         try:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
             files = dict(manifest["files"])
             if manifest["format"] != FORMAT:
-                raise ArtifactError(manifest_path, f"unsupported index format {manifest['format']!r}", fix=fix)
+                raise ArtifactError(manifest_path, f"unsupported index format {manifest['format']!r}", fix=_FIX)
             recorded = dict(manifest["tokenizer"])
             if recorded.pop("pattern", None) != TokenizeParams().describe()["pattern"]:
                 raise ValueError("unknown tokenizer pattern")
             tokenizer = TokenizeParams.model_validate(recorded)
+            spans = [(int(s["first_row"]), int(s["rows"])) for s in manifest["segments"]]
+            num_chunks, vocab_size = int(manifest["num_chunks"]), int(manifest["vocab_size"])
+            if [first for first, _ in spans] != [sum(n for _, n in spans[:i]) for i in range(len(spans))] or \
+                    sum(n for _, n in spans) != num_chunks or any(n < 1 for _, n in spans):
+                raise ValueError("segments do not tile the rows")
         except (ValueError, KeyError, TypeError):
-            raise ArtifactError(manifest_path, "is not a valid index manifest (truncated or edited)", fix=fix) from None
-        expected = {f"{name}.npy" for name in _ARRAYS} | {"vocab.json", "rows.json"}
+            raise ArtifactError(manifest_path, "is not a valid index manifest (truncated or edited)",
+                                fix=_FIX) from None
+        expected = {"vocab.json", "documents.jsonl", *_TABLE}
+        expected |= {f"{_segment_folder(i)}/{name}.npy" for i in range(len(spans)) for name in _ARRAYS}
         if set(files) != expected:
-            raise ArtifactError(manifest_path, f"lists files {sorted(files)}, expected {sorted(expected)}", fix=fix)
+            raise ArtifactError(manifest_path, f"lists files {sorted(files)}, expected {sorted(expected)}", fix=_FIX)
         for name, digest in sorted(files.items()):
             path = directory / name
             if not path.is_file() or file_sha256(path) != digest:
                 raise ArtifactError(
-                    path, "does not match the SHA-256 recorded in manifest.json: truncated or edited", fix=fix
+                    path, "does not match the SHA-256 recorded in manifest.json: truncated or edited", fix=_FIX
                 )
         try:
-            # allow_pickle=False: an index is data, never code, even when its manifest was forged to match.
-            arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in _ARRAYS}
             vocab = json.loads((directory / "vocab.json").read_text(encoding="utf-8"))
-            rows = [(str(r[0]), str(r[1]), int(r[2]))
-                    for r in json.loads((directory / "rows.json").read_text(encoding="utf-8"))]
+            table = {name: _mapped(directory / name, dtype, num_chunks) for name, dtype in _TABLE.items()}
+            segments = []
+            for number, (first, rows) in enumerate(spans):
+                folder = directory / _segment_folder(number)
+                indptr = _mapped(folder / "indptr.npy", np.dtype(np.int64), vocab_size + 1)
+                nnz = int(indptr[-1])
+                segments.append(Segment(first_row=first, rows=rows, indptr=indptr,
+                                        indices=_mapped(folder / "indices.npy", np.dtype(np.int32), nnz),
+                                        data=_mapped(folder / "data.npy", np.dtype(np.float32), nnz)))
         except (ValueError, TypeError, IndexError, KeyError, UnicodeDecodeError) as exc:
             raise ArtifactError(directory, f"holds a file that is not a groundkit index array or table ({exc})",
-                                fix=fix) from None
-        if len(rows) != manifest["num_chunks"] or len(vocab) != manifest["vocab_size"]:
-            raise ArtifactError(manifest_path, "row or vocabulary count disagrees with the files", fix=fix)
-        return cls(
-            k1=float(manifest["k1"]),
-            b=float(manifest["b"]),
-            vocab=vocab,
-            rows=rows,
-            data=arrays["data"],
-            indices=arrays["indices"],
-            indptr=arrays["indptr"],
-            avg_tokens=float(manifest["avg_chunk_tokens"]),
-            tokenizer=tokenizer,
-        )
+                                fix=_FIX) from None
+        if not isinstance(vocab, list) or len(vocab) != vocab_size:
+            raise ArtifactError(manifest_path, "row or vocabulary count disagrees with the files", fix=_FIX)
+        return cls(k1=float(manifest["k1"]), b=float(manifest["b"]), vocab=vocab, table=table,
+                   documents=directory / "documents.jsonl", segments=segments,
+                   avg_tokens=float(manifest["avg_chunk_tokens"]), total_tokens=int(manifest["total_tokens"]),
+                   tokenizer=tokenizer)
+
+
+def _mapped(path: Path, dtype: np.dtype, length: int) -> np.ndarray:
+    """A one-dimensional .npy array, memory-mapped read-only, of the expected type and length."""
+    # allow_pickle=False: an index is data, never code, even when its manifest was forged to match.
+    array = np.load(path, mmap_mode="r", allow_pickle=False)
+    if array.dtype != dtype or array.shape != (length,):
+        raise ValueError(f"{path.name} holds {array.dtype}{list(array.shape)}, expected {dtype}[{length}]")
+    return array
 
 
 def _select(scores: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:

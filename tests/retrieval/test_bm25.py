@@ -97,19 +97,26 @@ def test_save_and_load_round_trip_without_pickle(tmp_path):
     index.save(tmp_path / "index")
     loaded = BM25Index.load(tmp_path / "index")
     assert loaded.search("a c", 10) == index.search("a c", 10)
-    for name in ("data", "indices", "indptr"):
-        np.load(tmp_path / "index" / f"{name}.npy", allow_pickle=False)
+    assert loaded.rows == index.rows
+    for name in ("seg-00000/data.npy", "seg-00000/indices.npy", "seg-00000/indptr.npy", "chunk_ids.npy",
+                 "row_documents.npy", "start_offsets.npy"):
+        np.load(tmp_path / "index" / name, allow_pickle=False)
 
 
 def test_saving_twice_gives_identical_bytes(tmp_path):
     chunks = make_chunks(["a b", "a c c", "d"])
     BM25Index.build(chunks, k1=1.2, b=0.75).save(tmp_path / "one")
     BM25Index.build(chunks, k1=1.2, b=0.75).save(tmp_path / "two")
-    for path in sorted((tmp_path / "one").iterdir()):
-        assert path.read_bytes() == (tmp_path / "two" / path.name).read_bytes()
+    assert _files(tmp_path / "one") == _files(tmp_path / "two")
 
 
-@pytest.mark.parametrize("victim", ["data.npy", "vocab.json", "rows.json", "manifest.json"])
+def _files(directory) -> dict[str, bytes]:
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("victim", ["seg-00000/data.npy", "seg-00000/indices.npy", "seg-00000/indptr.npy",
+                                    "vocab.json", "documents.jsonl", "chunk_ids.npy", "row_documents.npy",
+                                    "start_offsets.npy", "manifest.json"])
 def test_truncated_or_edited_index_is_detected(tmp_path, victim):
     BM25Index.build(make_chunks(["a b", "a c c", "d"]), k1=1.2, b=0.75).save(tmp_path / "index")
     path = tmp_path / "index" / victim
@@ -144,7 +151,7 @@ def test_index_of_an_older_format_is_refused(tmp_path):
     path.write_text(json.dumps(manifest))
     with pytest.raises(ArtifactError, match="unsupported index format 'groundkit-bm25/1'"):
         BM25Index.load(tmp_path / "index")
-    manifest["format"], manifest["tokenizer"] = "groundkit-bm25/2", {"pattern": "lowercase \\w+", "stemmer": "x"}
+    manifest["format"], manifest["tokenizer"] = "groundkit-bm25/3", {"pattern": "lowercase \\w+", "stemmer": "x"}
     path.write_text(json.dumps(manifest))
     with pytest.raises(ArtifactError, match="not a valid index manifest"):
         BM25Index.load(tmp_path / "index")
@@ -161,8 +168,20 @@ def _generated_texts(seed: int) -> list[str]:
 
 
 def _saved_arrays(index: BM25Index, directory) -> dict[str, np.ndarray]:
+    """The whole-corpus CSC matrix, put back together from the saved segments (global rows)."""
     index.save(directory)
-    return {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in ("data", "indices", "indptr")}
+    manifest = json.loads((directory / "manifest.json").read_text())
+    parts = [{name: np.load(directory / f"seg-{i:05d}" / f"{name}.npy", allow_pickle=False)
+              for name in ("data", "indices", "indptr")} for i in range(len(manifest["segments"]))]
+    columns = [[(p["indices"][p["indptr"][t]:p["indptr"][t + 1]].astype(np.int64) + span["first_row"],
+                 p["data"][p["indptr"][t]:p["indptr"][t + 1]]) for p, span in zip(parts, manifest["segments"])]
+               for t in range(manifest["vocab_size"])]
+    sizes = [sum(len(rows) for rows, _ in column) for column in columns]
+    return {
+        "data": np.concatenate([d for column in columns for _, d in column] or [np.zeros(0, np.float32)]),
+        "indices": np.concatenate([r for column in columns for r, _ in column] or [np.zeros(0, np.int64)]),
+        "indptr": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+    }
 
 
 @pytest.mark.parametrize(("k1", "b"), [(1.2, 0.75), (0.9, 0.4), (2.0, 1.0), (1.5, 0.0)])
@@ -195,3 +214,29 @@ def test_block_boundaries_do_not_change_the_index(tmp_path, monkeypatch):
     blocked = _saved_arrays(BM25Index.build(chunks, k1=1.2, b=0.75), tmp_path / "blocked")
     for name, array in whole.items():
         assert array.tobytes() == blocked[name].tobytes()
+
+
+@pytest.mark.parametrize("segment_rows", [1, 3, 7, 149, 150])
+def test_index_cut_into_segments_scores_and_ranks_exactly_as_one_segment(tmp_path, segment_rows):
+    # Rows 8 and 9 hold the same text and fall in different segments at 3 rows a segment: a tie across segments.
+    chunks = make_chunks(_generated_texts(13))
+    whole = BM25Index.build(chunks, k1=1.2, b=0.75)
+    cut = BM25Index.build(chunks, k1=1.2, b=0.75, segment_rows=segment_rows)
+    assert [s.rows for s in cut.segments] == [min(segment_rows, 150 - i) for i in range(0, 150, segment_rows)]
+    assert all(s.rows == segment_rows for s in cut.segments[:-1])
+    cut.save(tmp_path / "cut")
+    loaded = BM25Index.load(tmp_path / "cut")
+    queries = ["w0 w1 w1 w250", "café naïve w3", "w299", "w5 w5 w7 w11 w13", "nothing here", texts_of(chunks, 8)]
+    for query in queries:
+        assert cut.scores(query).tobytes() == whole.scores(query).tobytes()
+        assert loaded.scores(query).tobytes() == whole.scores(query).tobytes()
+        for depth in (1, 2, 5, 40, 1000):
+            assert cut.search(query, depth) == whole.search(query, depth) == loaded.search(query, depth)
+    tied = whole.search(texts_of(chunks, 8), 2)
+    assert [cid for cid, _ in tied] == [chunks[8].chunk_id, chunks[9].chunk_id] and tied[0][1] == tied[1][1]
+    one, many = _saved_arrays(whole, tmp_path / "whole"), _saved_arrays(cut, tmp_path / "again")
+    assert all(one[name].tobytes() == many[name].astype(one[name].dtype).tobytes() for name in one)
+
+
+def texts_of(chunks: list[Chunk], row: int) -> str:
+    return chunks[row].text

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import read_models
+from groundkit.artifacts import iter_models
 from groundkit.config import ExecutionParams, TokenizeParams
 from groundkit.corpus.passage import Chunk
 from groundkit.execution import open_engine
 from groundkit.pipeline.stages import CHUNKS, written_by
-from groundkit.retrieval.bm25 import BM25Index
+from groundkit.retrieval.bm25 import IndexSummary
 
 if TYPE_CHECKING:
     from groundkit.config import BM25Params, Params
@@ -18,16 +18,19 @@ if TYPE_CHECKING:
 
 
 def run(chunks: Path, params: BM25Params, out_index: Path, *, tokenizer: TokenizeParams | None = None,
-        execution: ExecutionParams | None = None) -> BM25Index:
-    """Build and save the BM25 index on the engine ``execution`` names; the manifest records the tokenizer."""
+        execution: ExecutionParams | None = None) -> IndexSummary:
+    """Build the BM25 index over the chunks, streaming them, on the engine ``execution`` names.
 
+    The chunks are read one line at a time and never held together, so the index of a corpus larger
+    than memory can be built (bm25.write_index spills what it counted to disk). The manifest records
+    the tokenizer.
+    """
+    records = ((c.chunk_id, c.document, c.start_offset, c.text)
+               for c in iter_models(chunks, Chunk, producer=written_by(CHUNKS)))
     with open_engine(execution or ExecutionParams()) as engine:
-        built = engine.build_index(read_models(chunks, Chunk, producer=written_by(CHUNKS)), params,
-                                   tokenizer or TokenizeParams())
-    built.save(out_index)
-    return built
+        return engine.write_index(records, out_index, params, tokenizer or TokenizeParams())
 
 
-def summary(built: BM25Index, params: Params) -> str:
+def summary(built: IndexSummary, params: Params) -> str:
     """What the stage did, in a line."""
-    return f"index: {built.num_chunks} chunks, {len(built.vocab)} terms"
+    return f"index: {built.num_chunks} chunks, {built.vocab_size} terms"

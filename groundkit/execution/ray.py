@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import Iterable, Sequence
 from itertools import islice
 from pathlib import Path
@@ -65,6 +66,7 @@ QUERY_BATCH = 256
 """Queries a search task answers at once: enough to outweigh a task's scheduling cost (a few ms)."""
 
 _PACKAGE = Path(__file__).resolve().parents[1]
+_PROBE_S = 5.0  # seconds to wait for the head node to accept a connection
 
 
 def _ray() -> Any:
@@ -95,19 +97,32 @@ class RayEngine:
         if ray.is_initialized():
             return self  # the caller (a notebook, a test) connected already, and disconnects itself
         options: dict[str, Any] = {}
+        where = self.address or os.environ.get("RAY_ADDRESS")
+        if where and where != "auto":
+            self._probe(where)
         if self.address is None and "RAY_ADDRESS" not in os.environ:
             options["include_dashboard"] = False  # a Ray of our own, for this stage only
         try:
             ray.init(address=self.address, runtime_env={"py_modules": [str(_PACKAGE)]}, log_to_driver=False,
                      logging_level=logging.ERROR, **options)
         except (ConnectionError, TimeoutError, ValueError, RuntimeError) as exc:
-            where = self.address or os.environ.get("RAY_ADDRESS", "a new local Ray")
-            raise ParamsError(self.source, f"cannot reach the Ray cluster at {where}: {exc}", key="execution.address",
-                              fix="start the cluster (ray start --head) or correct execution.address; leave it "
-                                  "empty to start a Ray on this machine") from None
+            raise self._unreachable(where or "a new local Ray", str(exc)) from None
         self._owns_connection = True
         _quiet_data()
         return self
+
+    def _probe(self, address: str) -> None:
+        """Fail at once when nothing listens at ``address``: ray.init would wait for it without end."""
+        host, _, port = address.removeprefix("ray://").rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=_PROBE_S).close()
+        except (OSError, ValueError) as exc:
+            raise self._unreachable(address, str(exc)) from None
+
+    def _unreachable(self, address: str, reason: str) -> ParamsError:
+        return ParamsError(self.source, f"no Ray cluster answers at {address} ({reason})", key="execution.address",
+                           fix="start the cluster (ray start --head) or correct execution.address; leave it empty "
+                               "to start a Ray on this machine")
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:

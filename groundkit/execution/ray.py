@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import warnings
 from collections.abc import Iterable, Sequence
 from itertools import islice
 from pathlib import Path
@@ -100,13 +101,16 @@ class RayEngine:
         where = self.address or os.environ.get("RAY_ADDRESS")
         if where and where != "auto":
             self._probe(where)
-        if self.address is None and "RAY_ADDRESS" not in os.environ:
-            options["include_dashboard"] = False  # a Ray of our own, for this stage only
+        if where is None:
+            # "local" starts a Ray of our own, for this stage only. Left to itself ray.init() would join
+            # the cluster a file under /tmp/ray names, and wait without end when that cluster is gone.
+            where = "local"
+            options["include_dashboard"] = False
         try:
-            ray.init(address=self.address, runtime_env={"py_modules": [str(_PACKAGE)]}, log_to_driver=False,
+            ray.init(address=where, runtime_env={"py_modules": [str(_PACKAGE)]}, log_to_driver=False,
                      logging_level=logging.ERROR, **options)
         except (ConnectionError, TimeoutError, ValueError, RuntimeError) as exc:
-            raise self._unreachable(where or "a new local Ray", str(exc)) from None
+            raise self._unreachable(where, str(exc)) from None
         self._owns_connection = True
         _quiet_data()
         return self
@@ -273,7 +277,10 @@ def _quiet_data() -> None:
 
     from groundkit._progress import enabled
 
-    context = ray.data.DataContext.get_current()
+    with warnings.catch_warnings():
+        # Ray 2.60's get_current() walks its own deprecated fields and warns about them: nothing of ours.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        context = ray.data.DataContext.get_current()
     context.enable_progress_bars = enabled()
     context.print_on_execution_start = False
     logging.getLogger("ray.data").setLevel(logging.ERROR)  # its "execution finished" lines, on every stage

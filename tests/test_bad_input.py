@@ -176,9 +176,10 @@ def _edit_line(rel: str, edit: Callable[[str], str], *, forge_seal: bool = False
 def _forged_pickle(ws: Path) -> None:
     """Replace an index array by a pickled object array and forge the manifest to match it."""
     index = ws / "build" / "index"
-    np.save(index / "data.npy", np.array([{"payload": "os.system"}], dtype=object), allow_pickle=True)
+    array = index / "seg-00000" / "data.npy"
+    np.save(array, np.array([{"payload": "os.system"}], dtype=object), allow_pickle=True)
     manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
-    manifest["files"]["data.npy"] = hashlib.sha256((index / "data.npy").read_bytes()).hexdigest()
+    manifest["files"]["seg-00000/data.npy"] = hashlib.sha256(array.read_bytes()).hexdigest()
     (index / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
 
 
@@ -205,7 +206,9 @@ ARTIFACT_CASES: dict[str, tuple[Callable[[Path], None], str, str, str]] = {
                           "build/chunks.jsonl", "does not match the SHA-256"),
     "chunk text edited, seal forged": (_edit_line("build/chunks.jsonl", _chunk_text_edited, forge_seal=True),
                                        "index", "build/chunks.jsonl:1", "chunk_id"),
-    "index array truncated": (_truncate("build/index/data.npy"), "retrieve", "data.npy", "SHA-256"),
+    "index array truncated": (_truncate("build/index/seg-00000/data.npy"), "retrieve", "seg-00000/data.npy",
+                              "SHA-256"),
+    "index row table truncated": (_truncate("build/index/chunk_ids.npy"), "retrieve", "chunk_ids.npy", "SHA-256"),
     "index vocabulary edited": (_edit_text("build/index/vocab.json", "snapshot", "snapshoT"), "retrieve",
                                 "vocab.json", "SHA-256"),
     "index manifest truncated": (_truncate("build/index/manifest.json"), "retrieve", "manifest.json",

@@ -223,7 +223,8 @@ def clone(tmp_path_factory) -> Path:
 @pytest.mark.integration
 def test_dvc_stages_write_with_the_umask(clone):
     outs = ["build/validation.json", "build/audit.json", "build/documents.jsonl", "build/chunks.jsonl.sha256",
-            "build/index", "build/index/manifest.json", "build/index/data.npy"]
+            "build/index", "build/index/manifest.json", "build/index/seg-00000",
+            "build/index/seg-00000/data.npy"]
     for value, file_mode, dir_mode in ((0o077, 0o600, 0o700), (0o022, 0o644, 0o755)):
         ran = subprocess.run(["dvc", "repro", "--force", "index"], cwd=clone, env=env(), capture_output=True,
                              text=True, check=False, preexec_fn=lambda v=value: os.umask(v))

@@ -45,14 +45,17 @@ configuration, so a loaded index tokenizes queries the way its chunks were.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import shutil
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import chain, count, islice, pairwise
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
@@ -79,8 +82,6 @@ _ID_CHARS = 16  # a chunk id is a content id: 16 hex digits
 # Chunks tokenized per step of the build: large enough for numpy to dominate,
 # small enough that one block's token strings stay in the tens of MB.
 _BLOCK = 8192
-# Rows gathered into the row table's arrays at a time (a list of 10M strings would take about a GB).
-_TABLE_BLOCK = 65536
 _FIX = "delete it and re-run the index stage (dvc repro -f -s index)"
 
 
@@ -137,7 +138,8 @@ class SegmentCounts:
         """The segment's terms in order of first appearance."""
         if self._vocab is not None:
             return self._vocab
-        return json.loads((self._folder / "vocab.json").read_text(encoding="utf-8"))
+        text = (self._folder / "vocab.txt").read_text(encoding="utf-8")
+        return text.split("\n") if text else []
 
     @property
     def df(self) -> np.ndarray:
@@ -247,7 +249,8 @@ def count_segment(texts: Iterable[str], tokenizer: TokenizeParams | None = None,
                              blocks=blocks)
     np.save(spill / "lengths.npy", row_lengths, allow_pickle=False)
     np.save(spill / "df.npy", df, allow_pickle=False)
-    (spill / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    # A token is a run of \\w characters (stemmed or not), so a newline never occurs inside one.
+    (spill / "vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
     return SegmentCounts(first_row=first_row, tokenizer=tokenizer, lengths=None, vocab=None, df=None, blocks=[],
                          spill=spill, sizes=sizes)
 
@@ -276,6 +279,9 @@ class GlobalStats:
     n_docs: int
     total_tokens: int
     tokenizer: TokenizeParams
+    # first_row -> global id of each term of that segment's vocab, known from the merge; weighing a
+    # segment looks its terms up in term_ids when it is not here.
+    segment_terms: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def avgdl(self) -> float:
@@ -297,7 +303,9 @@ class _StatsMerger:
     """Adds segment summaries up one at a time, so a caller can drop each summary once added."""
 
     def __init__(self) -> None:
-        self._df: dict[str, int] = {}
+        self._ids: defaultdict[str, int] = defaultdict(count().__next__)  # term -> merge id, in order of arrival
+        self._df = np.zeros(0, dtype=np.int64)  # by merge id
+        self._local: dict[int, np.ndarray] = {}  # first_row -> the merge id of each of the segment's terms
         self._rows: list[tuple[int, int]] = []
         self._tokens = 0
         self._tokenizer: TokenizeParams | None = None
@@ -305,21 +313,28 @@ class _StatsMerger:
     def add(self, summary: SegmentSummary) -> None:
         if self._tokenizer is not None and summary.tokenizer != self._tokenizer:
             raise ValueError("segments counted with different tokenizers cannot be merged")
+        if summary.first_row in self._local:
+            raise ValueError(f"two summaries of the segment at row {summary.first_row}")
         self._tokenizer = summary.tokenizer
         self._rows.append((summary.first_row, summary.rows))
         self._tokens += summary.total_tokens
-        merged, get = self._df, self._df.get
-        for term, df in zip(summary.vocab, summary.df.tolist(), strict=True):
-            merged[term] = get(term, 0) + df
+        ids = np.fromiter(map(self._ids.__getitem__, summary.vocab), dtype=np.int64, count=len(summary.vocab))
+        df = np.zeros(len(self._ids), dtype=np.int64)
+        df[: len(self._df)] = self._df
+        df[ids] += summary.df  # a segment's terms are distinct
+        self._df, self._local[summary.first_row] = df, ids
 
     def result(self) -> GlobalStats:
         spans = sorted(self._rows)
         if any(a + n > b for (a, n), (b, _) in pairwise(spans)):
             raise ValueError(f"segments overlap: {spans}")
-        vocab = sorted(self._df)
-        df = np.fromiter(map(self._df.__getitem__, vocab), dtype=np.int64, count=len(vocab))
-        return GlobalStats(vocab=vocab, df=df, n_docs=sum(n for _, n in spans), total_tokens=self._tokens,
-                           tokenizer=self._tokenizer or TokenizeParams())
+        vocab = sorted(self._ids)
+        merged = np.fromiter(map(self._ids.__getitem__, vocab), dtype=np.int64, count=len(vocab))
+        to_global = np.empty(len(vocab), dtype=np.int64)
+        to_global[merged] = np.arange(len(vocab), dtype=np.int64)
+        return GlobalStats(vocab=vocab, df=self._df[merged], n_docs=sum(n for _, n in spans),
+                           total_tokens=self._tokens, tokenizer=self._tokenizer or TokenizeParams(),
+                           segment_terms={first: to_global[ids] for first, ids in self._local.items()})
 
 
 def merge_stats(summaries: Iterable[SegmentSummary]) -> GlobalStats:
@@ -354,8 +369,7 @@ class Segment:
         indptr, indices, data = self.indptr, self.indices, self.data
         for term in terms.tolist():
             start, end = int(indptr[term]), int(indptr[term + 1])
-            # A term's rows are distinct, so this adds each row's weight once, as np.add.at would (faster).
-            scores[indices[start:end]] += data[start:end]
+            np.add.at(scores, indices[start:end], data[start:end])
         return scores
 
     def top(self, terms: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -370,9 +384,12 @@ def weigh_segment(counts: SegmentCounts, stats: GlobalStats, *, k1: float, b: fl
     Blocks of triples come in row order, so appending each block's entries at its terms' write heads
     keeps every term's rows ascending, with no sort over the whole segment.
     """
-    vocab, lengths = counts.vocab, counts.lengths
-    to_global = np.fromiter(map(stats.term_ids.__getitem__, vocab), dtype=np.int64, count=len(vocab))
-    del vocab
+    lengths = counts.lengths
+    to_global = stats.segment_terms.get(counts.first_row)
+    if to_global is None:
+        vocab = counts.vocab
+        to_global = np.fromiter(map(stats.term_ids.__getitem__, vocab), dtype=np.int64, count=len(vocab))
+        del vocab
     df = np.zeros(len(stats.vocab), dtype=np.int64)
     df[to_global] = counts.df
     indptr = np.zeros(len(stats.vocab) + 1, dtype=np.int64)
@@ -429,43 +446,39 @@ class _RowTable:
         self.documents: list[str] = []
         self._last: str | None = None
         self._number = -1
-        self._pending: tuple[list[str], list[int], list[int]] = ([], [], [])
         self._parts: dict[str, list[np.ndarray]] = {name: [] for name in _TABLE}
 
-    def add(self, chunk_id: str, document: str, start_offset: int) -> None:
-        if document != self._last:
-            self._last, self._number = document, self._number + 1
-            if self._sink is not None:
-                self._sink.write(_document_line(document))
-            else:
-                self.documents.append(document)
-        ids, numbers, offsets = self._pending
-        ids.append(chunk_id)
-        numbers.append(self._number)
-        offsets.append(start_offset)
-        if len(ids) == _TABLE_BLOCK:
-            self._flush()
-
-    def _flush(self) -> None:
-        ids, numbers, offsets = self._pending
-        if not ids:
+    def add(self, chunk_ids: Sequence[str], documents: Sequence[str], start_offsets: Sequence[int]) -> None:
+        """Append a block of rows (columns of equal length)."""
+        if not chunk_ids:
             return
-        if sum(map(len, ids)) != _ID_CHARS * len(ids):
+        if set(map(len, chunk_ids)) != {_ID_CHARS}:
             raise ValueError(f"a chunk id is not {_ID_CHARS} characters long")
-        encoded = np.array(ids, dtype=_TABLE["chunk_ids.npy"])
-        for name, values in zip(_TABLE, (encoded, numbers, offsets), strict=True):
-            self._parts[name].append(np.asarray(values, dtype=_TABLE[name]))
-        self._pending = ([], [], [])
+        numbers, new = [], []
+        last, number = self._last, self._number
+        for document in documents:
+            if document != last:
+                last, number = document, number + 1
+                new.append(document)
+            numbers.append(number)
+        self._last, self._number = last, number
+        if self._sink is not None:
+            self._sink.write("".join(map(_document_line, new)))
+        else:
+            self.documents.extend(new)
+        for name, values in zip(_TABLE, (chunk_ids, numbers, start_offsets), strict=True):
+            self._parts[name].append(np.array(values, dtype=_TABLE[name]))
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The finished arrays, by file name."""
-        self._flush()
         return {name: np.concatenate(parts) if parts else np.zeros(0, dtype=_TABLE[name])
                 for name, parts in self._parts.items()}
 
 
 def _document_line(document: str) -> str:
-    return json.dumps(document, ensure_ascii=False) + "\n"
+    # What json.dumps(document, ensure_ascii=False) writes, without its per-call cost (a corpus may
+    # have as many documents as chunks).
+    return encode_basestring(document) + "\n"
 
 
 def _segment_folder(number: int) -> str:
@@ -506,7 +519,7 @@ def _manifest(*, k1: float, b: float, tokenizer: TokenizeParams, vocab_size: int
     }
 
 
-def _count_all(records: Iterable[tuple[str, str, int, str]], table: _RowTable, tokenizer: TokenizeParams,
+def _count_all(records: Iterable[tuple[str, str, int, str]], add_rows: Callable[..., None], tokenizer: TokenizeParams,
                segment_rows: int, spill: Path | None, total: int | None) -> tuple[GlobalStats, list[SegmentCounts]]:
     """Pass 1 over every segment in turn, then the merge; each summary is dropped once merged."""
     if segment_rows < 1:
@@ -515,27 +528,29 @@ def _count_all(records: Iterable[tuple[str, str, int, str]], table: _RowTable, t
     merger, counted, first_row = _StatsMerger(), [], 0
     with bar(total=total, desc="index", unit="chunk") as progress:
         def texts(limit: int) -> Iterator[str]:
-            done = 0
-            for chunk_id, document, start_offset, text in islice(iterator, limit):
-                table.add(chunk_id, document, start_offset)
-                done += 1
-                if done % _BLOCK == 0:
-                    progress.update(_BLOCK)
-                yield text
-            progress.update(done % _BLOCK)
+            # Records come in blocks, split into columns by zip in C: no Python call per row.
+            while limit and (block := list(islice(iterator, min(limit, _BLOCK)))):
+                limit -= len(block)
+                chunk_ids, documents, start_offsets, block_texts = zip(*block, strict=True)
+                del block
+                add_rows(chunk_ids, documents, start_offsets)
+                progress.update(len(block_texts))
+                yield from block_texts
 
         while True:
             folder = None if spill is None else spill / _segment_folder(len(counted))
             counts = count_segment(texts(segment_rows), tokenizer, first_row=first_row, spill=folder)
             summary = counts.summary()
-            if summary.rows == 0:
+            rows = summary.rows
+            if rows == 0:
                 if folder is not None:
                     shutil.rmtree(folder)
                 break
             merger.add(summary)
+            del summary  # its vocabulary, before the next segment's is built
             counted.append(counts)
-            first_row += summary.rows
-            if summary.rows < segment_rows:
+            first_row += rows
+            if rows < segment_rows:
                 break
     return merger.result(), counted
 
@@ -547,6 +562,89 @@ class IndexSummary(NamedTuple):
     vocab_size: int
 
 
+class IndexWriter:
+    """Writes an index folder piece by piece, atomically: rows as they stream by, segments in row order, then
+    the vocabulary, row table and manifest; nothing is left behind if the block fails or finish() is not called.
+
+    Both engines write through it, so an index is the same bytes whichever engine built it::
+
+        with IndexWriter(directory, k1=k1, b=b, tokenizer=tokenizer) as writer:
+            writer.add_row(chunk_id, document, start_offset)  # every row, in order (or add_rows by block)
+            writer.add_segment(segment)                       # every segment, in order
+            summary = writer.finish(stats)
+    """
+
+    def __init__(self, directory: str | Path, *, k1: float, b: float, tokenizer: TokenizeParams | None = None
+                 ) -> None:
+        self.k1, self.b = k1, b
+        self.tokenizer = tokenizer or TokenizeParams()
+        self._directory = Path(directory)
+        self._stack = contextlib.ExitStack()
+        self._spans: list[tuple[int, int]] = []
+        self._pending: tuple[list[str], list[str], list[int]] = ([], [], [])
+        self._finished = False
+
+    def __enter__(self) -> IndexWriter:
+        self.folder = self._stack.enter_context(atomic_directory(self._directory))
+        self._documents = self._stack.enter_context(
+            (self.folder / "documents.jsonl").open("w", encoding="utf-8", newline="\n"))
+        self._table = _RowTable(self._documents)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> bool:
+        if kind is None and not self._finished:
+            try:
+                raise RuntimeError("IndexWriter closed without finish(): the index was not written")
+            except RuntimeError:
+                if not self._stack.__exit__(*sys.exc_info()):
+                    raise
+        return bool(self._stack.__exit__(kind, error, trace))
+
+    def add_row(self, chunk_id: str, document: str, start_offset: int) -> None:
+        """The next row of the row table."""
+        ids, documents, offsets = self._pending
+        ids.append(chunk_id)
+        documents.append(document)
+        offsets.append(start_offset)
+        if len(ids) == _BLOCK:
+            self._flush()
+
+    def add_rows(self, chunk_ids: Sequence[str], documents: Sequence[str], start_offsets: Sequence[int]) -> None:
+        """The next rows of the row table, as three columns."""
+        self._flush()
+        self._table.add(chunk_ids, documents, start_offsets)
+
+    def _flush(self) -> None:
+        if self._pending[0]:
+            self._table.add(*self._pending)
+            self._pending = ([], [], [])
+
+    def add_segment(self, segment: Segment) -> None:
+        """Write the next segment's arrays; the caller may drop it afterwards."""
+        expected = sum(rows for _, rows in self._spans)
+        if segment.first_row != expected:
+            raise ValueError(f"segment {len(self._spans)} starts at row {segment.first_row}, not at row {expected}")
+        _write_segment(self.folder, len(self._spans), segment)
+        self._spans.append((segment.first_row, segment.rows))
+
+    def finish(self, stats: GlobalStats) -> IndexSummary:
+        """Write the vocabulary, the row table and the manifest (with every file's SHA-256)."""
+        self._flush()
+        self._documents.close()
+        table = self._table.arrays()
+        rows = sum(n for _, n in self._spans)
+        if rows != stats.n_docs or len(table["chunk_ids.npy"]) != stats.n_docs:
+            raise ValueError(f"{len(table['chunk_ids.npy'])} rows and segments of {rows} rows do not make the "
+                             f"{stats.n_docs} rows of the statistics")
+        if stats.tokenizer != self.tokenizer:
+            raise ValueError("the statistics were counted with another tokenizer than the writer's")
+        manifest = _manifest(k1=self.k1, b=self.b, tokenizer=self.tokenizer, vocab_size=len(stats.vocab),
+                             total_tokens=stats.total_tokens, segments=self._spans)
+        _write_rest(self.folder, manifest, stats.vocab, table)
+        self._finished = True
+        return IndexSummary(stats.n_docs, len(stats.vocab))
+
+
 def write_index(records: Iterable[tuple[str, str, int, str]], directory: str | Path, *, k1: float, b: float,
                 tokenizer: TokenizeParams | None = None, segment_rows: int = SEGMENT_ROWS) -> IndexSummary:
     """Index ``(chunk_id, document, start_offset, text)`` records as they stream by, straight to disk.
@@ -556,24 +654,31 @@ def write_index(records: Iterable[tuple[str, str, int, str]], directory: str | P
     into place. The files are the same bytes as ``BM25Index.build(...).save(directory)``.
     """
     tokenizer = tokenizer or TokenizeParams()
-    with atomic_directory(directory) as tmp:
-        spill = tmp / ".spill"
+    with IndexWriter(directory, k1=k1, b=b, tokenizer=tokenizer) as writer:
+        spill = writer.folder / ".spill"
         spill.mkdir()
-        with (tmp / "documents.jsonl").open("w", encoding="utf-8", newline="\n") as documents:
-            table = _RowTable(documents)
-            stats, counted = _count_all(records, table, tokenizer, segment_rows, spill, total=None)
-        spans = []
-        for number, counts in enumerate(counted):
-            segment = weigh_segment(counts, stats, k1=k1, b=b)
-            _write_segment(tmp, number, segment)
-            spans.append((segment.first_row, segment.rows))
-            del segment
+        stats, counted = _count_all(records, writer.add_rows, tokenizer, segment_rows, spill, total=None)
+        for counts in counted:
+            writer.add_segment(weigh_segment(counts, stats, k1=k1, b=b))
         del counted
         shutil.rmtree(spill)
-        manifest = _manifest(k1=k1, b=b, tokenizer=tokenizer, vocab_size=len(stats.vocab),
-                             total_tokens=stats.total_tokens, segments=spans)
-        _write_rest(tmp, manifest, stats.vocab, table.arrays())
-    return IndexSummary(stats.n_docs, len(stats.vocab))
+        return writer.finish(stats)
+
+
+def save_index(directory: str | Path, *, k1: float, b: float, stats: GlobalStats,
+               rows: Iterable[tuple[str, str, int]], segments: Iterable[Segment]) -> IndexSummary:
+    """Write an index from weighed segments, e.g. ones that Ray workers returned: :class:`IndexWriter` in one call.
+
+    ``rows`` are ``(chunk_id, document, start_offset)`` in row order; ``segments`` come in row order
+    and may be a generator, so that only one is held at a time.
+    """
+    with IndexWriter(directory, k1=k1, b=b, tokenizer=stats.tokenizer) as writer:
+        iterator = iter(rows)
+        while block := list(islice(iterator, _BLOCK)):
+            writer.add_rows(*zip(*block, strict=True))
+        for segment in segments:
+            writer.add_segment(segment)
+        return writer.finish(stats)
 
 
 class BM25Index:
@@ -617,10 +722,11 @@ class BM25Index:
         if isinstance(documents, Path):
             documents = [json.loads(line) for line in documents.read_text(encoding="utf-8").splitlines()]
         names = [documents[i] for i in self._table["row_documents.npy"].tolist()]
-        return list(zip(self._chunk_ids(np.arange(self.num_chunks)), names,
+        return list(zip(self.chunk_ids(np.arange(self.num_chunks)), names,
                         self._table["start_offsets.npy"].tolist(), strict=True))
 
-    def _chunk_ids(self, rows: np.ndarray) -> list[str]:
+    def chunk_ids(self, rows: np.ndarray) -> list[str]:
+        """The chunk ids of ``rows`` (global row numbers)."""
         return [cid.decode("ascii") for cid in self._table["chunk_ids.npy"][rows].tolist()]
 
     @classmethod
@@ -632,7 +738,7 @@ class BM25Index:
         tokenizer = tokenizer or TokenizeParams()
         table = _RowTable()
         records = ((c.chunk_id, c.document, c.start_offset, c.text) for c in chunks)
-        stats, counted = _count_all(records, table, tokenizer, segment_rows, spill=None, total=len(chunks))
+        stats, counted = _count_all(records, table.add, tokenizer, segment_rows, spill=None, total=len(chunks))
         segments = [weigh_segment(counts, stats, k1=k1, b=b) for counts in counted]
         return cls(k1=k1, b=b, vocab=stats.vocab, table=table.arrays(), documents=table.documents,
                    segments=segments, avg_tokens=stats.avgdl, total_tokens=stats.total_tokens, tokenizer=tokenizer)
@@ -653,7 +759,7 @@ class BM25Index:
         """
         terms = query_terms(self, query)
         rows, values = merge_top([s.top(terms, depth) for s in self.segments], depth)
-        return list(zip(self._chunk_ids(rows), values.tolist(), strict=True))
+        return list(zip(self.chunk_ids(rows), values.tolist(), strict=True))
 
     def save(self, directory: str | Path) -> None:
         """Write the index atomically: arrays as .npy, everything else as JSON."""
@@ -733,7 +839,8 @@ def _mapped(path: Path, dtype: np.dtype, length: int) -> np.ndarray:
     array = np.load(path, mmap_mode="r", allow_pickle=False)
     if array.dtype != dtype or array.shape != (length,):
         raise ValueError(f"{path.name} holds {array.dtype}{list(array.shape)}, expected {dtype}[{length}]")
-    return array
+    # A plain ndarray over the same mapping: np.memmap's Python-level slicing costs a query more than its reads.
+    return array.view(np.ndarray)
 
 
 def _select(scores: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:

@@ -4,6 +4,7 @@ import json
 import math
 import random
 from collections import Counter
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -173,8 +174,9 @@ def _saved_arrays(index: BM25Index, directory) -> dict[str, np.ndarray]:
     manifest = json.loads((directory / "manifest.json").read_text())
     parts = [{name: np.load(directory / f"seg-{i:05d}" / f"{name}.npy", allow_pickle=False)
               for name in ("data", "indices", "indptr")} for i in range(len(manifest["segments"]))]
+    spans = list(zip(parts, manifest["segments"], strict=True))
     columns = [[(p["indices"][p["indptr"][t]:p["indptr"][t + 1]].astype(np.int64) + span["first_row"],
-                 p["data"][p["indptr"][t]:p["indptr"][t + 1]]) for p, span in zip(parts, manifest["segments"])]
+                 p["data"][p["indptr"][t]:p["indptr"][t + 1]]) for p, span in spans]
                for t in range(manifest["vocab_size"])]
     sizes = [sum(len(rows) for rows, _ in column) for column in columns]
     return {
@@ -240,3 +242,193 @@ def test_index_cut_into_segments_scores_and_ranks_exactly_as_one_segment(tmp_pat
 
 def texts_of(chunks: list[Chunk], row: int) -> str:
     return chunks[row].text
+
+
+def _segment_counts(texts: list[str], cuts: list[int]):
+    from groundkit.retrieval.bm25 import count_segment
+
+    bounds = [0, *cuts, len(texts)]
+    return [count_segment(texts[a:b], None, first_row=a) for a, b in pairwise(bounds)]
+
+
+def test_merge_stats_by_hand():
+    from groundkit.retrieval.bm25 import merge_stats
+
+    counts = _segment_counts(["b a", "a c c", "d", "c"], [2])
+    assert counts[0].vocab == ["b", "a", "c"] and counts[1].vocab == ["d", "c"]  # order of first appearance
+    assert counts[0].df.tolist() == [1, 2, 1] and counts[0].lengths.tolist() == [2, 3]
+    # (row, local term, tf) triples, local rows, sorted by (row, term)
+    triples = list(zip(counts[0].rows, counts[0].terms, counts[0].tfs, strict=True))
+    assert triples == [(0, 0, 1), (0, 1, 1), (1, 1, 1), (1, 2, 2)]
+    stats = merge_stats([c.summary() for c in counts])
+    assert stats.vocab == ["a", "b", "c", "d"] and stats.df.tolist() == [2, 1, 2, 1]
+    assert (stats.n_docs, stats.total_tokens, stats.avgdl) == (4, 7, 7 / 4)
+    # idf(df=2, N=4) = ln(1 + 2.5/2.5) = ln 2; idf(df=1) = ln(1 + 3.5/1.5)
+    assert stats.idf.tolist() == pytest.approx([math.log(2), math.log(1 + 3.5 / 1.5), math.log(2),
+                                                math.log(1 + 3.5 / 1.5)], rel=1e-7)
+    assert stats.idf.dtype == np.float32
+
+
+def test_merge_stats_depends_only_on_the_union_of_summaries():
+    from groundkit.retrieval.bm25 import merge_stats
+
+    texts = _generated_texts(14)
+    reference = merge_stats([c.summary() for c in _segment_counts(texts, [])])
+    rng = random.Random(3)
+    for cuts in ([75], [1, 2, 3], [10, 40, 41, 100, 149], sorted(rng.sample(range(1, 150), 20))):
+        summaries = [c.summary() for c in _segment_counts(texts, cuts)]
+        for order in (summaries, summaries[::-1], rng.sample(summaries, len(summaries))):
+            stats = merge_stats(order)
+            assert stats.vocab == reference.vocab
+            assert stats.df.tobytes() == reference.df.tobytes() and stats.idf.tobytes() == reference.idf.tobytes()
+            assert (stats.n_docs, stats.total_tokens, stats.avgdl) == (150, reference.total_tokens, reference.avgdl)
+    lengths = np.array([len(tokenize(t)) for t in texts], dtype=np.int64)
+    assert reference.avgdl == lengths.mean()  # what bm25s divides by
+
+
+def test_merge_stats_refuses_overlapping_or_repeated_segments():
+    from groundkit.retrieval.bm25 import count_segment, merge_stats
+
+    first = count_segment(["a b", "c"], None, first_row=0).summary()
+    with pytest.raises(ValueError, match="two summaries of the segment at row 0"):
+        merge_stats([first, first])
+    with pytest.raises(ValueError, match="segments overlap"):
+        merge_stats([first, count_segment(["a"], None, first_row=1).summary()])
+
+
+@pytest.mark.parametrize("spill", [False, True])
+def test_each_weighed_segment_is_the_whole_matrix_restricted_to_its_rows(tmp_path, spill):
+    from groundkit.retrieval.bm25 import count_segment, merge_stats, weigh_segment
+
+    texts = _generated_texts(15)
+    whole = BM25Index.build(make_chunks(texts), k1=1.5, b=0.6).segments[0]
+    bounds = [0, 13, 14, 80, 150]
+    counts = [count_segment(texts[a:b], None, first_row=a, spill=tmp_path / f"s{a}" if spill else None)
+              for a, b in pairwise(bounds)]
+    stats = merge_stats([c.summary() for c in counts])
+    for (a, b), segment_counts in zip(pairwise(bounds), counts, strict=True):
+        segment = weigh_segment(segment_counts, stats, k1=1.5, b=0.6)
+        assert (segment.first_row, segment.rows) == (a, b - a)
+        assert segment.indices.dtype == np.int32 and segment.data.dtype == np.float32
+        for term in range(len(stats.vocab)):
+            rows = whole.indices[whole.indptr[term]:whole.indptr[term + 1]]
+            keep = (rows >= a) & (rows < b)
+            span = slice(segment.indptr[term], segment.indptr[term + 1])
+            assert segment.indices[span].tolist() == (rows[keep] - a).tolist()
+            assert segment.data[span].tobytes() == whole.data[whole.indptr[term]:whole.indptr[term + 1]][keep].tobytes()
+
+
+def test_weigh_segment_without_the_merge_map_looks_terms_up(tmp_path):
+    # A Ray worker may receive statistics without the per-segment map; the result must not change.
+    import dataclasses
+    import pickle
+
+    from groundkit.retrieval.bm25 import count_segment, merge_stats, weigh_segment
+
+    texts = _generated_texts(16)
+    counts = [count_segment(texts[:60], None, first_row=0, spill=tmp_path / "spill"),
+              count_segment(texts[60:], None, first_row=60)]
+    stats = merge_stats([c.summary() for c in counts])
+    bare = dataclasses.replace(stats, segment_terms={})
+    for segment_counts in counts:
+        moved = pickle.loads(pickle.dumps(segment_counts))  # a spilled segment travels with its data
+        one, two = weigh_segment(segment_counts, stats, k1=1.2, b=0.75), weigh_segment(moved, bare, k1=1.2, b=0.75)
+        for name in ("indptr", "indices", "data"):
+            assert getattr(one, name).tobytes() == getattr(two, name).tobytes()
+
+
+def test_merge_top_is_exact_under_ties_across_segments():
+    from groundkit.retrieval.bm25 import merge_top
+
+    def part(rows, scores):
+        return np.array(rows, dtype=np.int64), np.array(scores, dtype=np.float32)
+
+    # Segment tops, each already in order; 1.0 ties across all three segments.
+    parts = [part([5, 9], [2.0, 1.0]), part([1, 7], [1.0, 1.0]), part([12, 20], [3.0, 1.0])]
+    rows, scores = merge_top(parts, 4)
+    assert rows.tolist() == [12, 5, 1, 7] and scores.tolist() == [3.0, 2.0, 1.0, 1.0]
+    rows, scores = merge_top(parts, 100)
+    assert rows.tolist() == [12, 5, 1, 7, 9, 20] and rows.dtype == np.int64 and scores.dtype == np.float32
+    assert merge_top(parts[::-1], 5)[0].tolist() == [12, 5, 1, 7, 9]
+    assert merge_top([], 3)[0].tolist() == [] and merge_top([part([], [])], 3)[0].tolist() == []
+
+
+def test_query_terms_keep_query_order_and_repeats_and_drop_unknown_tokens():
+    from groundkit.retrieval.bm25 import count_segment, merge_stats, query_terms
+
+    index = BM25Index.build(make_chunks(["b a", "c"]), k1=1.2, b=0.75)
+    stats = merge_stats([count_segment(["b a", "c"], None, first_row=0).summary()])
+    for source in (index, stats):
+        assert query_terms(source, "C zzz a c A").tolist() == [2, 0, 2, 0]  # vocab: a, b, c
+        assert query_terms(source, "").dtype == np.int64
+
+
+def test_streamed_build_writes_the_same_bytes_as_the_in_memory_build(tmp_path):
+    from groundkit.retrieval.bm25 import write_index
+
+    texts = _generated_texts(17)
+    chunks = make_chunks(texts)
+    for rows in (7, 150, 1000):
+        BM25Index.build(chunks, k1=1.2, b=0.75, segment_rows=rows).save(tmp_path / f"memory{rows}")
+        records = ((c.chunk_id, c.document, c.start_offset, c.text) for c in chunks)
+        built = write_index(records, tmp_path / f"streamed{rows}", k1=1.2, b=0.75, segment_rows=rows)
+        assert built == (150, len(BM25Index.load(tmp_path / f"memory{rows}").vocab))
+        assert _files(tmp_path / f"streamed{rows}") == _files(tmp_path / f"memory{rows}")
+    assert len(json.loads((tmp_path / "streamed7" / "manifest.json").read_text())["segments"]) == 22  # 150 / 7
+    assert not any(p.name.startswith(".") for p in tmp_path.rglob("*"))  # the spill folder is gone
+
+
+def test_empty_and_tokenless_corpora_index_and_answer_nothing(tmp_path):
+    from groundkit.retrieval.bm25 import write_index
+
+    assert write_index(iter(()), tmp_path / "empty", k1=1.2, b=0.75) == (0, 0)
+    empty = BM25Index.load(tmp_path / "empty")
+    assert empty.search("a", 5) == [] and empty.scores("a").tolist() == [] and empty.segments == []
+    BM25Index.build(make_chunks(["--- !!!", "..."]), k1=1.2, b=0.75).save(tmp_path / "tokenless")
+    tokenless = BM25Index.load(tmp_path / "tokenless")
+    assert tokenless.num_chunks == 2 and tokenless.vocab == [] and tokenless.search("a", 5) == []
+
+
+def test_save_index_from_separately_weighed_segments_writes_the_same_bytes(tmp_path):
+    # What a distributed engine does: count and weigh segments apart, hand them to the driver to write.
+    from groundkit.retrieval.bm25 import count_segment, merge_stats, save_index, weigh_segment, write_index
+
+    chunks = make_chunks(_generated_texts(18))
+    counts = [count_segment([c.text for c in chunks[a:a + 40]], None, first_row=a) for a in range(0, 150, 40)]
+    stats = merge_stats([c.summary() for c in reversed(counts)])
+    weighed = (weigh_segment(c, stats, k1=1.2, b=0.75) for c in counts)
+    rows = [(c.chunk_id, c.document, c.start_offset) for c in chunks]
+    built = save_index(tmp_path / "driver", k1=1.2, b=0.75, stats=stats, rows=rows, segments=weighed)
+    assert built == (150, len(stats.vocab))
+    records = ((c.chunk_id, c.document, c.start_offset, c.text) for c in chunks)
+    write_index(records, tmp_path / "local", k1=1.2, b=0.75, segment_rows=40)
+    assert _files(tmp_path / "driver") == _files(tmp_path / "local")
+    with pytest.raises(ValueError, match="segment 0 starts at row 40"):
+        save_index(tmp_path / "bad", k1=1.2, b=0.75, stats=stats, rows=rows,
+                   segments=[weigh_segment(counts[1], stats, k1=1.2, b=0.75)])
+    assert not (tmp_path / "bad").exists()
+
+
+def test_index_writer_row_by_row_writes_the_same_bytes_and_nothing_unless_finished(tmp_path):
+    from groundkit.retrieval.bm25 import IndexWriter, count_segment, merge_stats, weigh_segment, write_index
+
+    chunks = make_chunks(_generated_texts(19))
+    records = [(c.chunk_id, c.document, c.start_offset, c.text) for c in chunks]
+    write_index(iter(records), tmp_path / "local", k1=0.9, b=0.4, segment_rows=64)
+    counts = [count_segment([r[3] for r in records[a:a + 64]], None, first_row=a) for a in range(0, 150, 64)]
+    stats = merge_stats([c.summary() for c in counts])
+    with IndexWriter(tmp_path / "rows", k1=0.9, b=0.4) as writer:
+        for chunk_id, document, start_offset, _ in records:
+            writer.add_row(chunk_id, document, start_offset)
+        for segment_counts in counts:
+            writer.add_segment(weigh_segment(segment_counts, stats, k1=0.9, b=0.4))
+        assert writer.finish(stats) == (150, len(stats.vocab))
+    assert _files(tmp_path / "rows") == _files(tmp_path / "local")
+    with pytest.raises(RuntimeError, match="closed without finish"), \
+            IndexWriter(tmp_path / "unfinished", k1=0.9, b=0.4) as writer:
+        writer.add_row(*records[0][:3])
+    with pytest.raises(ValueError, match="1 rows and segments of 0 rows do not make the 150 rows"), \
+            IndexWriter(tmp_path / "short", k1=0.9, b=0.4) as writer:
+        writer.add_row(*records[0][:3])
+        writer.finish(stats)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["local", "rows"]

@@ -35,15 +35,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from groundkit._progress import bar, track
-from groundkit.artifacts import atomic_directory
 from groundkit.config import RAY_EXTRA
 from groundkit.errors import DependencyError, ParamsError
-from groundkit.retrieval import bm25 as bm25_module
 from groundkit.retrieval.bm25 import (
     SEGMENT_ROWS,
     BM25Index,
     GlobalStats,
     IndexSummary,
+    IndexWriter,
     Segment,
     SegmentCounts,
     SegmentSummary,
@@ -176,18 +175,15 @@ class RayEngine:
         count = ray.remote(num_returns=2, max_retries=MAX_RETRIES)(_count_segment)
         weigh = ray.remote(max_retries=MAX_RETRIES)(_weigh_segment)
         window = _in_flight(ray)
-        with atomic_directory(directory) as tmp:
+        with IndexWriter(directory, k1=bm25.k1, b=bm25.b, tokenizer=tokenizer) as writer:
             counts: list[Any] = []
             summaries: list[Any] = []
-            with (tmp / "documents.jsonl").open("w", encoding="utf-8", newline="\n") as documents, \
-                    bar(total=None, desc="index", unit="chunk") as progress:
-                table, iterator, first_row = bm25_module._RowTable(documents), iter(records), 0
+            iterator, first_row = iter(records), 0
+            with bar(total=None, desc="index", unit="chunk") as progress:
                 while batch := list(islice(iterator, segment_rows)):
-                    texts = []
-                    for chunk_id, document, start_offset, text in batch:
-                        table.add(chunk_id, document, start_offset)
-                        texts.append(text)
+                    chunk_ids, documents, offsets, texts = (list(column) for column in zip(*batch, strict=True))
                     del batch
+                    writer.add_rows(chunk_ids, documents, offsets)
                     if len(summaries) >= window:  # bounds the texts waiting in the object store
                         ray.wait(summaries[-window:], num_returns=1, fetch_local=False)
                     counted, summary = count.remote(texts, tokenizer, first_row)
@@ -199,18 +195,11 @@ class RayEngine:
             del summaries
             shared = ray.put(stats)
             weighed = [weigh.remote(counted, shared, bm25.k1, bm25.b) for counted in counts]
-            del counts  # the counts go from the object store as each weigh task finishes
-            spans = []
+            del counts  # the counts leave the object store as each weigh task finishes
             for number in range(len(weighed)):
-                segment = ray.get(weighed[number])
-                weighed[number] = None  # each segment leaves the object store once written
-                bm25_module._write_segment(tmp, number, segment)
-                spans.append((segment.first_row, segment.rows))
-                del segment
-            manifest = bm25_module._manifest(k1=bm25.k1, b=bm25.b, tokenizer=tokenizer, vocab_size=len(stats.vocab),
-                                             total_tokens=stats.total_tokens, segments=spans)
-            bm25_module._write_rest(tmp, manifest, stats.vocab, table.arrays())
-        return IndexSummary(stats.n_docs, len(stats.vocab))
+                writer.add_segment(ray.get(weighed[number]))
+                weighed[number] = None  # and each segment once written
+            return writer.finish(stats)
 
     # --- search
 
@@ -240,7 +229,7 @@ class RayEngine:
             parts = ray.get(refs)  # per segment, per query of the batch: (global rows, scores)
             for query in range(size):
                 rows, values = merge_top([part[query] for part in parts], depth)
-                rankings.append(list(zip(index._chunk_ids(rows), values.tolist(), strict=True)))
+                rankings.append(list(zip(index.chunk_ids(rows), values.tolist(), strict=True)))
         return rankings
 
 

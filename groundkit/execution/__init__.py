@@ -24,9 +24,9 @@ if TYPE_CHECKING:
     import numpy as np
 
     from groundkit.config import BM25Params, ExecutionParams, TokenizeParams
-    from groundkit.retrieval.bm25 import IndexSummary
+    from groundkit.retrieval.bm25 import BM25Index, IndexSummary
     from groundkit.retrieval.dense import Encoder
-    from groundkit.retrieval.kinds import Ranking, Retriever
+    from groundkit.retrieval.kinds import Ranking
 
 __all__ = ["Engine", "open_engine"]
 
@@ -41,8 +41,8 @@ class Engine(Protocol):
         """Index ``(chunk_id, document, start_offset, text)`` records, in their order, into ``directory``."""
         ...
 
-    def search(self, retriever: Retriever, queries: Sequence[str], depth: int) -> list[Ranking]:
-        """``retriever.search(query, depth)`` for every query, in order."""
+    def search(self, index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
+        """``index.search(query, depth)`` for every query, in order."""
         ...
 
     def embed(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:

@@ -11,13 +11,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from groundkit._progress import track
+
 if TYPE_CHECKING:
     import numpy as np
 
     from groundkit.config import BM25Params, TokenizeParams
-    from groundkit.retrieval.bm25 import IndexSummary
+    from groundkit.retrieval.bm25 import BM25Index, IndexSummary
     from groundkit.retrieval.dense import Encoder
-    from groundkit.retrieval.kinds import Ranking, Retriever
+    from groundkit.retrieval.kinds import Ranking
 
 
 class LocalEngine:
@@ -39,11 +41,9 @@ class LocalEngine:
 
         return write_index(records, directory, k1=bm25.k1, b=bm25.b, tokenizer=tokenizer)
 
-    def search(self, retriever: Retriever, queries: Sequence[str], depth: int) -> list[Ranking]:
-        """``retriever.search`` for every query, in order."""
-        from groundkit.retrieval.registry import search_each
-
-        return search_each(retriever, queries, depth)
+    def search(self, index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
+        """``index.search`` for every query, in order."""
+        return [index.search(query, depth) for query in track(queries, desc="retrieve", unit="query")]
 
     def embed(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
         """``encoder.encode``, batch after batch."""

@@ -53,11 +53,10 @@ from groundkit.retrieval.bm25 import (
     weigh_segment,
 )
 from groundkit.retrieval.dense import Encoder, batch_bounds
-from groundkit.retrieval.registry import search_each
 
 if TYPE_CHECKING:
     from groundkit.config import BM25Params, DenseParams, TokenizeParams
-    from groundkit.retrieval.kinds import Ranking, Retriever
+    from groundkit.retrieval.kinds import Ranking
 
 MAX_RETRIES = 3
 """How often a task is run again after its worker died (a killed process, a lost node)."""
@@ -203,19 +202,15 @@ class RayEngine:
 
     # --- search
 
-    def search(self, retriever: Retriever, queries: Sequence[str], depth: int, *, query_batch: int = QUERY_BATCH,
+    def search(self, index: BM25Index, queries: Sequence[str], depth: int, *, query_batch: int = QUERY_BATCH,
                retries: int = MAX_RETRIES) -> list[Ranking]:
-        """``retriever.search(query, depth)`` for every query; a BM25 index's segments are searched by Ray tasks.
+        """``index.search(query, depth)`` for every query, the index's segments searched by Ray tasks.
 
         Each segment goes into the object store once; each task answers ``query_batch`` queries on one
         segment; the driver merges the segments' tops per query with ``merge_top``, as
-        ``BM25Index.search`` does. Other retrievers (dense, hybrid, plugins) search on the driver, as the
-        local engine does. ``query_batch`` and ``retries`` are for tests.
+        ``BM25Index.search`` does. ``query_batch`` and ``retries`` are for tests.
         """
-        if not isinstance(retriever, BM25Index):
-            return search_each(retriever, queries, depth)
         ray = _ray()
-        index = retriever
         task = ray.remote(max_retries=retries)(_search_segment)
         segments = [ray.put(_in_memory(segment)) for segment in index.segments]
         terms = [query_terms(index, query) for query in queries]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from groundkit._progress import track
 from groundkit.retrieval import bm25, dense, external, hybrid, plugin
+from groundkit.retrieval.bm25 import BM25Index
 from groundkit.retrieval.kinds import (
     BM25,
     DENSE,
@@ -49,16 +50,12 @@ def build_retriever(params: Params, chunks: Sequence[Chunk], index_dir: Path, em
     return built
 
 
-def search_each(retriever: Retriever, queries: Sequence[str], depth: int) -> list[Ranking]:
-    """``retriever.search(query, depth)`` for every query, in order, with a progress bar on a terminal."""
-    return [list(retriever.search(query, depth)) for query in track(queries, desc="retrieve", unit="query")]
-
-
 def retrieve(params: Params, sources: Sources, queries: Sequence[tuple[str, str]], *,
-             search: Callable[[Retriever, Sequence[str], int], list[Ranking]] = search_each) -> Run:
+             search_index: Callable[[BM25Index, Sequence[str], int], list[Ranking]] | None = None) -> Run:
     """Rank passages for every ``(query_id, query)`` with the retriever ``params`` names, or read its run.
 
-    ``search`` answers all the queries with the built retriever (an engine's, groundkit/execution/).
+    ``search_index`` answers every query at once when the retriever is a BM25 index (an engine's
+    search, groundkit/execution/); other retrievers are asked one query at a time.
     """
     kind = kind_of(params.retrieve.retriever)
     if not kind.searches:
@@ -66,7 +63,11 @@ def retrieve(params: Params, sources: Sources, queries: Sequence[tuple[str, str]
         return run
     retriever = build_retriever(params, sources.chunks() if kind.needs_chunks else [], sources.index_dir,
                                 sources.embeddings_dir)
-    ranked = search(retriever, [query for _, query in queries], params.retrieve.depth)
+    depth, texts = params.retrieve.depth, [query for _, query in queries]
+    if search_index is not None and isinstance(retriever, BM25Index):
+        ranked = search_index(retriever, texts, depth)
+    else:
+        ranked = [list(retriever.search(query, depth)) for query in track(texts, desc="retrieve", unit="query")]
     rankings: dict[str, list[tuple[str, float | None]]] = {
         query_id: list(ranking) for (query_id, _), ranking in zip(queries, ranked, strict=True)
     }

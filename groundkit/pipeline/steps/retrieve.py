@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +18,8 @@ from groundkit.retrieval.trec import run_lines
 
 if TYPE_CHECKING:
     from groundkit.config import Params
+    from groundkit.retrieval.bm25 import BM25Index
+    from groundkit.retrieval.kinds import Ranking
 
 
 
@@ -44,13 +48,12 @@ def run(
         index_dir=index_dir,
         embeddings_dir=embeddings_dir,
     )
-    queries = [(j.query_id, j.query) for j in judgments]
-    if kind_of(params.retrieve.retriever).needs_index:
-        # Only a BM25 index is searched on an engine; the other retrievers never connect to one.
-        with open_engine(params.execution) as engine:
-            ranked = retrieve(params, sources, queries, search=engine.search)
-    else:
-        ranked = retrieve(params, sources, queries)
+    with ExitStack() as opened:
+        def search_index(index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
+            # The engine is opened (Ray connected) only when a BM25 index is searched on its own.
+            return opened.enter_context(open_engine(params.execution)).search(index, queries, depth)
+
+        ranked = retrieve(params, sources, [(j.query_id, j.query) for j in judgments], search_index=search_index)
     excluded = {j.query_id: frozenset(j.exclude_documents) for j in judgments if j.exclude_documents}
     if excluded:
         # Applied to the run itself, so the exported run.trec scores the same in ir_measures as here.

@@ -63,8 +63,11 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gkbench-"))
     # A token of its own, and a stage's own Ray under the work folder: nothing of ~/.ray or /tmp/ray is used.
+    # Ray runs its workers at nice 15 by default; on a machine shared with other work that alone made a
+    # search task 8 to 10 times slower than the same code at nice 0, which is a scheduler's choice, not
+    # Ray's cost: the workers run at the driver's niceness here.
     os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32),
-                      RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0", RAY_TMPDIR=str(work))
+                      RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0", RAY_TMPDIR=str(work), RAY_worker_niceness="0")
     print_machine()
     try:
         _run(args, work)

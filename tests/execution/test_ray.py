@@ -279,3 +279,16 @@ def test_embeddings_same_bytes_through_ray_data(cluster, engine):
     # What the comparison can see: cut into batches of one, the same texts differ in their last bits.
     single = Encoder(load_params(None, ["dense.batch_size=1"]).dense).encode(texts)
     assert single.tobytes() != local.tobytes()
+
+
+def test_an_address_where_nothing_listens_is_one_message(cluster, tmp_path):
+    """ray.init would wait for such a cluster without end; the engine says so at once, and writes nothing."""
+    params = tmp_path / "params.yaml"
+    params.write_text(f"execution:\n  engine: ray\n  address: 127.0.0.1:{_free_port()}\n", encoding="utf-8")
+    result = subprocess.run([str(BIN / "groundkit"), "run", "--corpus", str(COMMITTED[0]), "--judgments",
+                             str(COMMITTED[1]), "--params", str(params), "--out", str(tmp_path / "out")],
+                            capture_output=True, text=True, env=env(), check=False)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: {params}: key 'execution.address': no Ray cluster answers at 127.0.0.1:")
+    assert "Connection refused" in result.stderr and "\n  fix: start the cluster (ray start --head)" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()

@@ -229,9 +229,9 @@ def count_segment(texts: Iterable[str], tokenizer: TokenizeParams | None = None,
             pairs, tf = np.unique((owner << 32) | ids, return_counts=True)
             block = np.empty((3, len(pairs)), dtype=np.int32)
             block[0], block[1], block[2] = pairs >> 32, pairs & 0xFFFFFFFF, tf
-            seen = np.bincount(block[1], minlength=len(first_seen)).astype(np.int64)
-            seen[: len(df)] += df
-            df = seen
+            if len(first_seen) > len(df):  # grown by doubling: a bincount over the whole vocabulary per block cost more
+                df = np.concatenate([df, np.zeros(max(len(first_seen), 2 * len(df)) - len(df), dtype=np.int64)])
+            np.add.at(df, block[1], 1)  # a block's (row, term) pairs are distinct
             if sink is not None:
                 block.tofile(sink)
                 sizes.append(len(pairs))
@@ -244,6 +244,7 @@ def count_segment(texts: Iterable[str], tokenizer: TokenizeParams | None = None,
             sink.close()
     row_lengths = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
     vocab = list(first_seen)
+    df = df[: len(vocab)].copy()
     if spill is None:
         return SegmentCounts(first_row=first_row, tokenizer=tokenizer, lengths=row_lengths, vocab=vocab, df=df,
                              blocks=blocks)
@@ -303,7 +304,10 @@ class _StatsMerger:
     """Adds segment summaries up one at a time, so a caller can drop each summary once added."""
 
     def __init__(self) -> None:
-        self._ids: defaultdict[str, int] = defaultdict(count().__next__)  # term -> merge id, in order of arrival
+        # Terms get merge ids in order of arrival. The first summary's vocabulary is kept as a list (its
+        # merge ids are its positions); a dict is built only when a second summary needs the lookups.
+        self._first: list[str] | None = None
+        self._ids: defaultdict[str, int] | None = None
         self._df = np.zeros(0, dtype=np.int64)  # by merge id
         self._local: dict[int, np.ndarray] = {}  # first_row -> the merge id of each of the segment's terms
         self._rows: list[tuple[int, int]] = []
@@ -318,8 +322,16 @@ class _StatsMerger:
         self._tokenizer = summary.tokenizer
         self._rows.append((summary.first_row, summary.rows))
         self._tokens += summary.total_tokens
-        ids = np.fromiter(map(self._ids.__getitem__, summary.vocab), dtype=np.int64, count=len(summary.vocab))
-        df = np.zeros(len(self._ids), dtype=np.int64)
+        if self._first is None and self._ids is None:
+            self._first = summary.vocab
+            ids = np.arange(len(summary.vocab), dtype=np.int64)
+        else:
+            if self._ids is None:
+                first = self._first or []
+                self._ids = defaultdict(count(len(first)).__next__, zip(first, range(len(first)), strict=True))
+                self._first = None
+            ids = np.fromiter(map(self._ids.__getitem__, summary.vocab), dtype=np.int64, count=len(summary.vocab))
+        df = np.zeros(len(self._ids) if self._ids is not None else len(summary.vocab), dtype=np.int64)
         df[: len(self._df)] = self._df
         df[ids] += summary.df  # a segment's terms are distinct
         self._df, self._local[summary.first_row] = df, ids
@@ -328,8 +340,11 @@ class _StatsMerger:
         spans = sorted(self._rows)
         if any(a + n > b for (a, n), (b, _) in pairwise(spans)):
             raise ValueError(f"segments overlap: {spans}")
-        vocab = sorted(self._ids)
-        merged = np.fromiter(map(self._ids.__getitem__, vocab), dtype=np.int64, count=len(vocab))
+        terms = self._first if self._first is not None else list(self._ids or ())
+        # Sorting merge ids by term gives the sorted vocabulary and each term's merge id at once.
+        order = sorted(range(len(terms)), key=terms.__getitem__)
+        vocab = list(map(terms.__getitem__, order))
+        merged = np.array(order, dtype=np.int64)
         to_global = np.empty(len(vocab), dtype=np.int64)
         to_global[merged] = np.arange(len(vocab), dtype=np.int64)
         return GlobalStats(vocab=vocab, df=self._df[merged], n_docs=sum(n for _, n in spans),

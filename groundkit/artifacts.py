@@ -12,6 +12,10 @@ the bytes the producing stage wrote. Record checks alone cannot see a file cut
 at a line boundary or a line deleted by hand (the rest still parses); the seal
 can, and ``sha256sum -c`` checks it without groundkit.
 
+Inside :func:`shared_reads` (``groundkit run`` evaluates in one process), an artifact read a second
+time with the same reader and arguments is not parsed again: its bytes are still read and hashed,
+and the parse of identical bytes is reused. DVC's stages are processes of their own and share nothing.
+
 Everything written here gets the permissions a plain ``open()`` or
 ``mkdir()`` would give under the caller's umask (``tempfile`` would make it
 private to its owner, unreadable by a teammate or a CI artifact store), and an
@@ -218,12 +222,58 @@ def _check_seal(path: Path, data: bytes | None, producer: str) -> None:
         )
 
 
+# (sha256 of the bytes, the reader's key) -> what the reader made of them; None outside shared_reads().
+_parses: dict[tuple[str, Any], Any] | None = None
+
+
+@contextlib.contextmanager
+def shared_reads() -> Iterator[None]:
+    """Within the block, reuse the parse of an artifact whose bytes, reader and arguments were seen before.
+
+    Each step of a run re-reads what the step before it wrote, as a DVC stage must; in one process
+    the second parse of the same bytes is waste (on a BEIR collection at depth 1000, re-reading the
+    run costs more than retrieving it). The bytes are still read, hashed and checked every time, so
+    a file changed in between is parsed afresh. Readers hand out copies of their containers.
+    """
+    global _parses
+    outer = _parses
+    _parses = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _parses = outer
+
+
+def parsed(path: str | Path, producer: str, parse: Callable[[Path, str], T], key: Any, *, sealed: bool = True) -> T:
+    """``parse(path, text)`` of a checked artifact, reused for identical bytes and ``key`` inside :func:`shared_reads`.
+
+    ``key`` must hold every argument ``parse`` depends on besides the text (hashable).
+    """
+    path = Path(path)
+    data = _artifact_bytes(path, producer, sealed)
+    if _parses is None:
+        return parse(path, _decoded(path, data, producer))
+    memo = (hashlib.sha256(data).hexdigest(), key)
+    if memo not in _parses:
+        _parses[memo] = parse(path, _decoded(path, data, producer))
+    result: T = _parses[memo]
+    return result
+
+
 def _artifact_text(path: Path, producer: str, sealed: bool = False) -> str:
+    return _decoded(path, _artifact_bytes(path, producer, sealed), producer)
+
+
+def _artifact_bytes(path: Path, producer: str, sealed: bool) -> bytes:
     if not path.is_file():
         raise ArtifactError(path, "artifact is missing", fix=f"run the {producer} stage first (dvc repro)")
     data = path.read_bytes()
     if sealed:
         _check_seal(path, data, producer)
+    return data
+
+
+def _decoded(path: Path, data: bytes, producer: str) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -242,9 +292,12 @@ def _artifact_text(path: Path, producer: str, sealed: bool = False) -> str:
 
 def read_models(path: str | Path, model: type[M], *, producer: str, sealed: bool = True) -> list[M]:
     """Read a sealed JSONL artifact of ``model`` records, failing on the first bad line."""
-    path = Path(path)
+    return list(parsed(path, producer, lambda path, text: _models(path, text, model, producer), model, sealed=sealed))
+
+
+def _models(path: Path, text: str, model: type[M], producer: str) -> tuple[M, ...]:
     records = []
-    for number, line in enumerate(_artifact_text(path, producer, sealed).split("\n")[:-1], start=1):
+    for number, line in enumerate(text.split("\n")[:-1], start=1):
         try:
             records.append(model.model_validate_json(line))
         except ValidationError as exc:
@@ -256,7 +309,7 @@ def read_models(path: str | Path, model: type[M], *, producer: str, sealed: bool
                 fix=f"delete it and re-run the {producer} stage (dvc repro -f -s {producer})",
                 line=number,
             ) from None
-    return records
+    return tuple(records)  # records are frozen models: a tuple of them can be shared
 
 
 def iter_models(path: str | Path, model: type[M], *, producer: str) -> Iterator[M]:

@@ -158,12 +158,20 @@ def read_document_bytes(path: Path) -> bytes:
 
 def load_corpus(root: str | Path) -> list[Document]:
     """Read and validate every document under ``root``, sorted by path."""
+    return load_corpus_hashed(root)[0]
+
+
+def load_corpus_hashed(root: str | Path) -> tuple[list[Document], str]:
+    """:func:`load_corpus` and :func:`corpus_hash` of the same bytes, each document read once."""
     root = Path(root)
     documents = []
+    listing = []
     for rel, path in corpus_files(root):
-        text = decode_document(path, read_document_bytes(path), name=f"{root.as_posix().rstrip('/')}/{rel}")
-        documents.append(Document(path=rel, text=text))
-    return documents
+        data = read_document_bytes(path)
+        listing.append(f"{hashlib.sha256(data).hexdigest()}  {rel}\n")
+        documents.append(Document(path=rel, text=decode_document(path, data,
+                                                                 name=f"{root.as_posix().rstrip('/')}/{rel}")))
+    return documents, hashlib.sha256("".join(listing).encode("utf-8")).hexdigest()
 
 
 def corpus_hash(root: str | Path) -> str:

@@ -27,8 +27,12 @@ every document.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from types import ModuleType
 
 from groundkit.config import TokenizeParams
 
@@ -56,9 +60,23 @@ def tokenize(text: str) -> list[str]:
 
 
 def _stopwords(name: str) -> frozenset[str]:
-    from bm25s import stopwords
+    lists = _bm25s_stopwords()
+    return frozenset({"en": lists.STOPWORDS_EN, "en_plus": lists.STOPWORDS_EN_PLUS}[name])
 
-    return frozenset({"en": stopwords.STOPWORDS_EN, "en_plus": stopwords.STOPWORDS_EN_PLUS}[name])
+
+@cache
+def _bm25s_stopwords() -> ModuleType:
+    """bm25s's stopwords module, run on its own: ``import bm25s.stopwords`` would first run
+    bm25s/__init__.py, which imports numpy and scipy (0.3 s), for two lists of words."""
+    package = importlib.util.find_spec("bm25s")
+    if package is None or not package.submodule_search_locations:
+        raise ModuleNotFoundError("bm25s is not installed (pip install -e .)", name="bm25s")
+    path = Path(next(iter(package.submodule_search_locations))) / "stopwords.py"
+    spec = importlib.util.spec_from_file_location("groundkit._bm25s_stopwords", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def make_tokenizer(params: TokenizeParams | None = None) -> Tokenizer:

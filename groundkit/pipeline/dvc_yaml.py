@@ -3,8 +3,8 @@
 dvc.yaml is DVC's copy of the stage graph. Written by hand it drifts from the code (a stage that
 imports a module it does not list is not re-run when that module changes), so it is rendered from
 groundkit/pipeline/stages.py, with each stage's code deps read off its import closure
-(groundkit/pipeline/closure.py), and tests/pipeline/test_stages.py fails when the committed file
-and the table disagree. Edit the table, then re-render.
+(groundkit/pipeline/closure.py) as the folders that hold it, and tests/pipeline/test_stages.py
+fails when the committed file and the table disagree. Edit the table, then re-render.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ HEADER = """\
 # corpus.judgments come from params.yaml, so `dvc exp run -S corpus.root=...` evaluates another corpus.
 # Every templated value is single-quoted, so the shell hands it to the stage as written (a space or
 # `$(...)` in a folder name is just a character); groundkit refuses a path param holding a single
-# quote or a control character. A stage's code deps are the files its import closure holds.
+# quote or a control character. A stage's code deps are the folders holding its import closure
+# (groundkit/pipeline/dvc_yaml.py says why folders, not files).
 """
 
 # Plots over the score stage's CSVs (names inside the plot-data folder the score step writes).
@@ -71,12 +72,18 @@ _WIDTH = 100
 
 
 def code_deps(stage: Stage, root: Path = ROOT) -> list[str]:
-    """The source files a stage runs: the entry point's import closure plus its step module's, sorted.
+    """The top-level folders holding the source files a stage runs (``groundkit``, ``stages``), sorted.
 
-    The entry point imports the step by name (it reads the dotted name from the table), which no
-    syntax tree shows, so the step module's closure is added to the entry point's.
+    The files are the entry point's import closure plus its step module's: the entry point imports
+    the step by name, which no syntax tree shows. DVC is given their folders rather than the files:
+    after every stage DVC re-reads and rewrites dvc.lock with its pure-Python YAML round-tripper, so
+    each dep costs every later stage again, and listing some 25 files per stage made that the
+    largest part of a `dvc repro` (1.7 s of 8 on the golden corpus, benchmarks/bench_pipeline.py).
+    A folder covers every file of the closure, so no code change can leave a stage stale; the price
+    is that any change to groundkit's code re-runs every stage.
     """
-    return sorted(import_closure(root, scripts=[ENTRY], modules=[stage.step]))
+    closure = import_closure(root, scripts=[ENTRY], modules=[stage.step])
+    return sorted({path.split("/", 1)[0] for path in closure})
 
 
 def _value(source: Artifact | ParamPath) -> str:

@@ -38,8 +38,9 @@ from groundkit import __version__
 from groundkit.corpus.passage import Passage
 from groundkit.errors import CompareError
 from groundkit.reports._page import POLICY, SCRIPT, STYLE
-from groundkit.reports.compare import NO_ANSWER, Comparison, Side, compare, paired_stats_many, read_side
+from groundkit.reports.compare import NO_ANSWER, Comparison, Side, compare, read_side
 from groundkit.reports.evidence import Evidence, locate, mismatch
+from groundkit.reports.stats import mean_intervals
 from groundkit.retrieval.kinds import kind_of
 from groundkit.scoring.measures import BUDGET_RECALL, CHARS, MEASURES, MRR, NDCG, RECALL
 from groundkit.scoring.score import hit_rate_ks
@@ -176,10 +177,10 @@ def _stat_rows(run: Input, base: Input | None, comparison: Comparison | None) ->
                 for s in comparison.overall]
     side = run.side
     values = side.values[_answerable_rows(side)].T
-    tests = paired_stats_many(np.zeros_like(values), values) if values.size else []
+    intervals = mean_intervals(values) if values.size else []
     rows = []
     for j, metric in enumerate(side.metric_names):
-        low, high = (tests[j][0], tests[j][1]) if tests else (None, None)
+        low, high = intervals[j] if intervals else (None, None)
         mean = float(values[j].mean()) if values.shape[1] else None
         rows.append({"metric": metric, "baseline": None, "run": mean, "delta": None,
                      "ci": None if low is None else [low, high], "p": None})

@@ -99,8 +99,6 @@ def _bootstrap_intervals(numerators: np.ndarray, scales: np.ndarray, seed: int, 
     blocks from the same generator yields the same indices. A resample's sum is its counts of each
     query times the values: one matrix product serves every row.
     """
-    from scipy import stats
-
     rows, queries = numerators.shape
     rng = np.random.default_rng(seed)
     values = np.ascontiguousarray(numerators.T)
@@ -114,9 +112,47 @@ def _bootstrap_intervals(numerators: np.ndarray, scales: np.ndarray, seed: int, 
             counts[r] = np.bincount(picks[r], minlength=queries)
         distribution[start:start + size] = counts[:size] @ values
     distribution /= scales * queries
-    alpha = np.asarray((1 - 0.95) / 2)
-    levels = np.stack((alpha, 1 - alpha), axis=-1)
-    return np.array([stats.quantile(distribution[:, j], levels) for j in range(rows)])
+    alpha = (1 - 0.95) / 2
+    return _linear_quantiles(distribution, np.array([alpha, 1 - alpha]))
+
+
+def _linear_quantiles(columns: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """Each column's quantiles at ``levels``, (columns, levels): what ``scipy.stats.quantile`` gives.
+
+    Hyndman and Fan's definition 7 ("linear", also numpy's default), written with scipy's float
+    operations in scipy's order, so the result is the same bits (tests/reports/test_stats.py
+    checks). numpy's own ``np.quantile`` interpolates differently and differs in the last bits;
+    importing ``scipy.stats`` for this one function costs most of a second, once per report.
+    """
+    ordered = np.sort(columns, axis=0)
+    n = ordered.shape[0]
+    jg = levels * n + (1 - levels)
+    j = np.clip(jg // 1 - 1, 0.0, n - 1).astype(np.int64)
+    jp1 = np.clip(jg // 1, 0.0, n - 1).astype(np.int64)
+    g = jg % 1
+    g[jg // 1 - 1 < 0] = 0
+    return ((1 - g) * ordered[j].T + g * ordered[jp1].T)
+
+
+def mean_intervals(values: np.ndarray, *, seed: int = SEED, resamples: int = RESAMPLES,
+                   block_values: int = BLOCK_VALUES) -> list[tuple[float, float] | tuple[None, None]]:
+    """Percentile-bootstrap 95% intervals of each row's mean, for (rows, queries) values.
+
+    The intervals :func:`paired_stats_many` gives against a baseline of zeros, without its
+    p-values, which a report of one run does not show.
+    """
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    rows, queries = values.shape
+    if queries < 2:
+        return [(None, None)] * rows
+    results: list[tuple[float, float] | tuple[None, None]] = [(0.0, 0.0)] * rows
+    moved = [j for j in range(rows) if np.any(values[j] != 0)]
+    if moved:
+        numerators, scales = exact_differences(np.zeros_like(values[moved]), values[moved])
+        intervals = _bootstrap_intervals(numerators, scales, seed, resamples, block_values)
+        for k, j in enumerate(moved):
+            results[j] = (float(intervals[k, 0]), float(intervals[k, 1]))
+    return results
 
 
 def sign_flip_null(numerators: np.ndarray, scales: np.ndarray, seed: int, resamples: int,

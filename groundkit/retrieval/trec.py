@@ -23,7 +23,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from groundkit.artifacts import read_lines
+from groundkit.artifacts import parsed
 from groundkit.errors import ArtifactError
 
 Ranking = list[tuple[str, float]]
@@ -63,14 +63,23 @@ def read_run(
     (they may be zero or negative: a cosine can be). Every id must be one of
     ``passage_ids`` (those of the file ``listed_in``), at most once per query.
     """
-    path = Path(path)
+    # What a successful parse returns depends on the text, the query ids and the passage ids; listed_in and
+    # producer only word the errors.
+    key = ("run", tuple(query_ids), None if passage_ids is None else frozenset(passage_ids))
+    shared = parsed(path, producer, lambda path, text: _parse_run(path, text, query_ids, passage_ids, listed_in,
+                                                                   producer), key)
+    return {query_id: list(ranking) for query_id, ranking in shared.items()}
+
+
+def _parse_run(path: Path, text: str, query_ids: Sequence[str], passage_ids: set[str] | None, listed_in: str,
+               producer: str) -> dict[str, tuple[tuple[str, float], ...]]:
     fix = f"delete it and re-run the {producer} stage (dvc repro -f -s {producer})"
     known = set(query_ids)
     rankings: dict[str, Ranking] = {q: [] for q in query_ids}
     seen_done: set[str] = set()
     current: str | None = None
     ranked: set[str] = set()  # ids of the current query: a set, since a ranking may be 100,000 deep
-    for number, line in enumerate(read_lines(path, producer=producer), start=1):
+    for number, line in enumerate(text.split("\n")[:-1], start=1):
         parts = line.split(" ")
         if len(parts) != 6 or parts[1] != "Q0":
             raise ArtifactError(path, "is not a six-column TREC run line", line=number, fix=fix)
@@ -101,4 +110,4 @@ def read_run(
             raise ArtifactError(path, f"passage {chunk_id!r} is ranked twice for {query_id!r}", line=number, fix=fix)
         ranked.add(chunk_id)
         ranking.append((chunk_id, score))
-    return rankings
+    return {query_id: tuple(ranking) for query_id, ranking in rankings.items()}

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 
 import pytest
 import yaml
 
-from tests.dvc_helpers import clone_working_tree, repro, run, tree_digest
+from tests.dvc_helpers import clone_working_tree, env, repro, run, tree_digest
 
 pytestmark = pytest.mark.integration
 
@@ -39,6 +40,38 @@ def test_forced_rerun_is_byte_identical(reproduced):
     ran, _ = repro(reproduced, "-f")
     assert ran == ALL_STAGES
     assert tree_digest(reproduced / "build", reproduced / "metrics") == before
+
+
+def test_stages_import_only_what_they_need_and_their_bytecode_is_not_a_change(reproduced, tmp_path):
+    """Every stage under DVC, with Python writing bytecode as it does on a user's machine.
+
+    A ``sitecustomize`` module on PYTHONPATH records, as each stage process exits, which heavy
+    packages it imported: import time is most of a stage's start-up (benchmarks/bench_pipeline.py),
+    and scipy alone costs most of a second. The ``__pycache__`` folders the stages leave inside the
+    code folders DVC hashes must not make the pipeline look changed.
+    """
+    heavy = ("numpy", "scipy", "pandas", "torch", "transformers", "ray", "bm25s", "matplotlib")
+    record = tmp_path / "imports.txt"
+    (tmp_path / "sitecustomize.py").write_text(
+        "import atexit, os, sys\n"
+        "def _record():\n"
+        "    if sys.argv and sys.argv[0].endswith('stage.py') and len(sys.argv) > 1:\n"
+        f"        found = sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r}))\n"
+        "        with open(os.environ['GROUNDKIT_IMPORTS_RECORD'], 'a') as out:\n"
+        "            out.write(sys.argv[1] + ' ' + ','.join(found) + '\\n')\n"
+        "atexit.register(_record)\n", encoding="utf-8")
+    environment = {key: value for key, value in env(PYTHONPATH=str(tmp_path),
+                                                      GROUNDKIT_IMPORTS_RECORD=str(record)).items()
+                   if key != "PYTHONDONTWRITEBYTECODE"}
+    out = subprocess.run(["dvc", "repro", "-f"], cwd=reproduced, env=environment, capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    imported = dict(line.split(" ") for line in record.read_text(encoding="utf-8").splitlines())
+    numpy_stages = {"index", "embed", "retrieve", "report"}
+    assert imported == {stage: "numpy" if stage in numpy_stages else "" for stage in ALL_STAGES}
+    assert any((reproduced / "groundkit").rglob("*.pyc")), "no bytecode written: the check below proves nothing"
+    assert json.loads(run(["dvc", "status", "--json"], reproduced).stdout) == {}
+    assert run(["git", "status", "--porcelain"], reproduced).stdout == ""
 
 
 def test_another_checkout_path_and_hash_seed_give_identical_artifacts(reproduced, tmp_path_factory):

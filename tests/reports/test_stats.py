@@ -13,9 +13,11 @@ from groundkit.reports.stats import (
     BLOCK_VALUES,
     RESAMPLES,
     SEED,
+    _linear_quantiles,
     adjust_p_values,
     effect_size,
     exact_differences,
+    mean_intervals,
     minimum_detectable_effect,
     paired_stats,
     paired_stats_many,
@@ -107,6 +109,28 @@ def test_statistics_agree_with_scipy(queries, rounded):
         low, high, p_value = _scipy_stats(base[row], cand[row])
         assert blocked[row][2] == p_value
         assert blocked[row][:2] == pytest.approx((low, high), rel=1e-13, abs=1e-15)
+
+
+def test_interval_ends_are_scipys_quantiles_bit_for_bit():
+    # The report computes interval ends without importing scipy.stats; they must be scipy's bits,
+    # including at the edges (one value, levels landing exactly on an order statistic, ties).
+    from scipy import stats
+
+    rng = np.random.default_rng(5)
+    levels = np.array([0.0, 0.025, 0.5, 0.975, 1.0])
+    for n in (1, 2, 3, 40, 41, 10_000, 10_001):
+        columns = np.round(rng.normal(size=(n, 3)), 2 if n % 2 else 12)
+        ours = _linear_quantiles(columns, levels)
+        for c in range(3):
+            assert ours[c].tolist() == stats.quantile(columns[:, c], levels).tolist()
+
+
+def test_a_single_run_gets_the_intervals_it_would_get_against_zeros():
+    _, cand = _metric_like(144)
+    cand[1] = 0.0  # a metric that is zero everywhere: an interval of (0, 0), as against zeros
+    against_zeros = paired_stats_many(np.zeros_like(cand), cand)
+    assert mean_intervals(cand) == [(low, high) for low, high, _ in against_zeros]
+    assert mean_intervals(cand[:, :1]) == [(None, None)] * 4
 
 
 def test_the_block_size_changes_nothing():

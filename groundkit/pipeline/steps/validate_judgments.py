@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from groundkit.artifacts import atomic_write_text, dumps_json, file_sha256
 from groundkit.corpus.audit import audit, check_audit, render
-from groundkit.corpus.documents import corpus_hash, load_corpus
+from groundkit.corpus.documents import load_corpus_hashed
 from groundkit.corpus.judgments import Category, load_judgments
 
 if TYPE_CHECKING:
@@ -28,7 +28,8 @@ def run(
     """Check the judgments file, audit it against the corpus (with the index's tokenizer), record the hashes."""
 
     loaded = load_judgments(judgments)
-    report = audit(load_corpus(corpus_root), loaded, tokenizer)
+    documents, corpus_hash = load_corpus_hashed(corpus_root)  # the hash of the very bytes audited
+    report = audit(documents, loaded, tokenizer)
     # The report is the evidence for whatever the check decides, so it is written first.
     atomic_write_text(out_audit, dumps_json(report.model_dump(mode="json")))
     check_audit(report, params, str(judgments))
@@ -37,7 +38,7 @@ def run(
         "judgments": len(loaded),
         "by_category": counts,
         "judgments_hash": file_sha256(judgments),
-        "corpus_hash": corpus_hash(corpus_root),
+        "corpus_hash": corpus_hash,
     }
     atomic_write_text(out_validation, dumps_json(validation))
     return report

@@ -177,17 +177,20 @@ class RayEngine:
         with IndexWriter(directory, k1=bm25.k1, b=bm25.b, tokenizer=tokenizer) as writer:
             counts: list[Any] = []
             summaries: list[Any] = []
+            unfinished: list[Any] = []
             iterator, first_row = iter(records), 0
             with bar(total=None, desc="index", unit="chunk") as progress:
                 while batch := list(islice(iterator, segment_rows)):
                     chunk_ids, documents, offsets, texts = (list(column) for column in zip(*batch, strict=True))
                     del batch
                     writer.add_rows(chunk_ids, documents, offsets)
-                    if len(summaries) >= window:  # bounds the texts waiting in the object store
-                        ray.wait(summaries[-window:], num_returns=1, fetch_local=False)
+                    if len(unfinished) >= window:  # at most `window` segments of text wait in the object store
+                        _, unfinished = ray.wait(unfinished, num_returns=len(unfinished) - window + 1,
+                                                 fetch_local=False)
                     counted, summary = count.remote(texts, tokenizer, first_row)
                     counts.append(counted)
                     summaries.append(summary)
+                    unfinished.append(summary)
                     first_row += len(texts)
                     progress.update(len(texts))
             stats = merge_stats(ray.get(summaries))

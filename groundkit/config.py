@@ -7,7 +7,9 @@ declares to DVC, only its own sections.
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import re
 import unicodedata
 from functools import cache
 from pathlib import Path
@@ -252,6 +254,56 @@ NO_FILE = "params"
 """What params errors name as their file when no params file was read (defaults and ``--set`` only)."""
 
 
+RAY_EXTRA = "pip install -e '.[ray]' (Ray 2.60 or later, below 3)"
+"""How to install what ``execution.engine: ray`` needs; named by every message about a missing Ray."""
+
+_RAY_ADDRESS = re.compile(r"auto|ray://[^\s/:]+:\d{1,5}|[^\s/:]+:\d{1,5}")
+
+
+class ExecutionParams(_Section):
+    """Where the index, embed and retrieve stages do their work: the files they write are the same bytes either way.
+
+    No stage declares this section to DVC, so switching engines re-runs nothing (see params.yaml).
+
+    Attributes:
+        engine: ``local`` (the stage's own process) or ``ray`` (Ray tasks; needs ``RAY_EXTRA``).
+        address: The Ray cluster ``engine: ray`` uses. Empty (``null``) starts a Ray on this machine for
+            the stage and stops it afterwards (or joins the cluster ``$RAY_ADDRESS`` names); ``auto``
+            joins the cluster ``ray start`` runs on this machine; ``HOST:PORT`` joins a head node;
+            ``ray://HOST:PORT`` connects through Ray Client. Ignored by ``engine: local``.
+    """
+
+    _source: str = PrivateAttr(default=NO_FILE)
+
+    engine: Literal["local", "ray"] = "local"
+    address: str | None = None
+
+    @property
+    def source(self) -> str:
+        """The params file these values were read from, named by an engine's message about them."""
+        return self._source
+
+    @field_validator("engine")
+    @classmethod
+    def _ray_installed(cls, engine: str) -> str:
+        # find_spec looks for the package without importing it: validating params never imports ray.
+        if engine == "ray" and importlib.util.find_spec("ray") is None:
+            raise FixableValueError("is ray, but the ray package is not installed",
+                                    f"{RAY_EXTRA}, or set execution.engine to local")
+        return engine
+
+    @field_validator("address")
+    @classmethod
+    def _ray_address(cls, address: str | None) -> str | None:
+        if address is None or address == "":
+            return None
+        if not _RAY_ADDRESS.fullmatch(address):
+            raise FixableValueError("is not a Ray address",
+                                    "write auto, HOST:PORT, ray://HOST:PORT, or leave it empty (null) to start "
+                                    "a Ray on this machine")
+        return address
+
+
 class Params(_Section):
     """The whole params file: params.yaml, or the file ``--params`` names.
 
@@ -271,6 +323,7 @@ class Params(_Section):
     hybrid: HybridParams = Field(default_factory=HybridParams)
     score: ScoreParams = Field(default_factory=ScoreParams)
     audit: AuditParams = Field(default_factory=AuditParams)
+    execution: ExecutionParams = Field(default_factory=ExecutionParams)
 
     @model_validator(mode="after")
     def _depth_covers_ks(self) -> Params:
@@ -294,7 +347,8 @@ class Params(_Section):
         about its content).
         """
         kind = kind_of(self.retrieve.retriever)
-        exclude = {"corpus", "audit"} | (SECTIONS - set(kind.sections))
+        # Where the work ran is not what was measured either: both engines give the same numbers.
+        exclude = {"corpus", "audit", "execution"} | (SECTIONS - set(kind.sections))
         data = self.model_dump(mode="json", exclude=exclude)
         # Where the external run lies is not what was measured (and may be an absolute path).
         del data["retrieve"]["run"]
@@ -414,7 +468,7 @@ def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
     except ValidationError as exc:
         key, problem = describe(exc)
         fix = ("remove or correct the key; known sections are corpus, chunk, bm25, tokenize, retrieve, dense, "
-               "hybrid, score, audit")
+               "hybrid, score, audit, execution")
         cause = exc.errors(include_url=False)[0].get("ctx", {}).get("error")
         if isinstance(cause, FixableValueError):
             fix = cause.fix
@@ -424,7 +478,7 @@ def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
         elif key:
             fix = f"see the default params.yaml for the allowed values of {key}"
         raise ParamsError(source, problem, key=key or None, fix=fix) from None
-    params._source = str(source)
+    params._source = params.execution._source = str(source)
     return params
 
 

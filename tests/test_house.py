@@ -21,7 +21,7 @@ from tests.conftest import REPO
 PACKAGE = REPO / "groundkit"
 
 # Lowest first; a module may import from its own layer or any below it, never from above.
-LAYERS = ("infrastructure", "config", "corpus", "retrieval", "scoring", "pipeline", "reports", "cli")
+LAYERS = ("infrastructure", "config", "corpus", "retrieval", "execution", "scoring", "pipeline", "reports", "cli")
 INFRASTRUCTURE = {"groundkit.errors", "groundkit.artifacts"}  # and every private groundkit._name module
 # The table of retriever kinds is configuration: it says what retrieve.retriever may name, and config
 # validates params against it. It imports no retriever's code (groundkit/retrieval/registry.py does).

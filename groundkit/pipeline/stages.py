@@ -173,6 +173,11 @@ DETAIL = Artifact("metrics/detail.json", "every measure, overall and per categor
 PER_QUERY = Artifact("metrics/per_query.csv", "one row of measures per query", cache=False)
 REPORT = Artifact("metrics/report.html", "the report: one self-contained HTML page")
 
+UNTRACKED = frozenset({"execution"})
+"""Params sections steps read that no stage declares to DVC: where the work runs, which by contract
+(tests/execution/) changes no byte of what the stages write, so switching engines must re-run nothing.
+The stages that need it get the whole params, or the section by name in ``step_params``."""
+
 _STEPS = "groundkit.pipeline.steps"
 
 STAGES: tuple[Stage, ...] = (
@@ -215,7 +220,7 @@ STAGES: tuple[Stage, ...] = (
         inputs=(Input(CHUNKS, "--chunks", "chunks"),),
         outputs=(Output(INDEX, "--out", "out_index"),),
         params=("bm25", "tokenize"),
-        step_params={"params": "bm25", "tokenizer": "tokenize"},
+        step_params={"params": "bm25", "tokenizer": "tokenize", "execution": "execution"},
     ),
     Stage(
         name="embed",

@@ -25,7 +25,7 @@ import hashlib
 import importlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,27 +128,38 @@ class Encoder:
         model.eval()
         return torch, tokenizer, model
 
+    def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """One forward pass over ``texts`` (float32 rows): the unit every engine calls.
+
+        Padding makes a text's vector depend on the longest text beside it in the batch (to the last
+        bit), so engines must cut the same batches: :func:`batch_bounds` says where.
+        """
+        torch, tokenizer, model = self._loaded
+        with torch.inference_mode():
+            encoded = tokenizer(list(texts), padding=True, truncation=True, max_length=self.params.max_length,
+                                return_tensors="pt")
+            hidden = model(**encoded).last_hidden_state
+            mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+            vectors: np.ndarray = torch.nn.functional.normalize(pooled, p=2, dim=1).numpy()
+        return vectors
+
     def encode(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         """Embed ``texts`` in batches of ``batch_size``; a tqdm bar on stderr when asked and stderr is a TTY."""
-        torch, tokenizer, model = self._loaded
-        size = self.params.batch_size
-        batches: Iterable[int] = range(0, len(texts), size)
+        batches: Iterable[tuple[int, int]] = batch_bounds(len(texts), self.params.batch_size)
         if progress:
             from groundkit._progress import track
 
             batches = track(batches, desc="embed", unit="batch")  # drawn only when stderr is a terminal
-        parts = []
-        with torch.inference_mode():
-            for start in batches:
-                encoded = tokenizer(list(texts[start : start + size]), padding=True, truncation=True,
-                                    max_length=self.params.max_length, return_tensors="pt")
-                hidden = model(**encoded).last_hidden_state
-                mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-                parts.append(torch.nn.functional.normalize(pooled, p=2, dim=1).numpy())
+        parts = [self.encode_batch(texts[start:end]) for start, end in batches]
         if not parts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+
+
+def batch_bounds(count: int, size: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of each batch of ``size`` texts out of ``count``; only the last may be shorter."""
+    return [(start, min(start + size, count)) for start in range(0, count, size)]
 
 
 def _fix() -> str:
@@ -156,11 +167,13 @@ def _fix() -> str:
 
 
 def save_embeddings(directory: str | Path, chunks: Sequence[Chunk], params: DenseParams | None,
-                    encoder: Encoder | None = None, *, progress: bool = False) -> dict[str, Any]:
+                    encoder: Encoder | None = None, *, progress: bool = False,
+                    encode: Callable[[Encoder, Sequence[str]], np.ndarray] | None = None) -> dict[str, Any]:
     """Write ``directory`` atomically: embeddings.npy and manifest.json, or a manifest saying none were needed.
 
     ``params`` None means the retriever needs no embeddings: only a small manifest
-    is written and torch is never imported.
+    is written and torch is never imported. ``encode`` embeds the texts in another way than
+    ``encoder.encode`` (the Ray engine's), cutting the same batches so the array is the same bytes.
     """
     with atomic_directory(directory) as tmp:
         if params is None:
@@ -168,7 +181,8 @@ def save_embeddings(directory: str | Path, chunks: Sequence[Chunk], params: Dens
                                         "reason": "the retriever in params.yaml uses no embeddings"}
         else:
             encoder = encoder or Encoder(params)
-            vectors = encoder.encode([c.text for c in chunks], progress=progress)
+            texts = [c.text for c in chunks]
+            vectors = encode(encoder, texts) if encode is not None else encoder.encode(texts, progress=progress)
             np.save(tmp / "embeddings.npy", vectors, allow_pickle=False)
             manifest = {
                 "format": FORMAT,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from groundkit.config import load_params
 from groundkit.errors import OutputError
 from groundkit.pipeline import dvc_yaml
 from groundkit.pipeline.closure import import_closure
@@ -26,6 +27,7 @@ from groundkit.pipeline.stages import (
     PASSAGES,
     RUN,
     STAGES,
+    UNTRACKED,
     VALIDATION,
     Artifact,
     Output,
@@ -154,6 +156,14 @@ def test_every_input_is_written_by_an_earlier_stage():
         written.update(output.artifact for output in stage.outputs)
 
 
+def test_no_stage_declares_where_its_work_runs():
+    """Switching execution.engine re-runs no stage and leaves run.json alone: both engines give the same bytes."""
+    assert UNTRACKED == {"execution"}
+    assert [(stage.name, key) for stage in STAGES for key in stage.params if key.split(".")[0] in UNTRACKED] == []
+    local, ray = (load_params(None, [f"execution.engine={engine}"]).result_params() for engine in ("local", "ray"))
+    assert local == ray and "execution" not in local
+
+
 @pytest.mark.parametrize("stage", STAGES, ids=lambda stage: stage.name)
 def test_the_table_binds_every_parameter_of_the_step(stage):
     step = importlib.import_module(stage.step)
@@ -163,8 +173,8 @@ def test_the_table_binds_every_parameter_of_the_step(stage):
     required = {name for name, p in parameters.items() if p.default is inspect.Parameter.empty}
     assert required <= bound <= set(parameters)
     assert callable(step.summary)
-    # A params section the step reads must be one DVC re-runs the stage for.
-    assert {section for section in stage.step_params.values() if section} <= set(stage.params)
+    # A params section the step reads must be one DVC re-runs the stage for, unless it cannot change the outputs.
+    assert {section for section in stage.step_params.values() if section} <= set(stage.params) | UNTRACKED
     # An option that feeds no step parameter sets a params key: only a path params.yaml names can.
     for port in stage.inputs:
         if port.option is not None and port.argument is None:

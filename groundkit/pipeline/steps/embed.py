@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from groundkit.artifacts import read_models
 from groundkit.corpus.passage import Chunk
+from groundkit.execution import open_engine
 from groundkit.pipeline.stages import CHUNKS, written_by
 from groundkit.retrieval.dense import Encoder, save_embeddings
 
@@ -15,18 +16,20 @@ if TYPE_CHECKING:
 
 
 
-def run(chunks: Path, params: Params, out_embeddings: Path, *, progress: bool = True) -> dict[str, object]:
-    """Embed the chunks when the retriever needs it; otherwise write a manifest saying none were needed.
+def run(chunks: Path, params: Params, out_embeddings: Path) -> dict[str, object]:
+    """Embed the chunks when the retriever needs it, with the engine ``execution`` names; otherwise write a
+    manifest saying none were needed.
 
-    The second case never imports torch, which is what keeps the default BM25
-    pipeline free of the dense extra.
+    The second case never imports torch (nor ray), which is what keeps the default BM25 pipeline free of
+    the dense extra.
     """
-
-    chunk_list = read_models(chunks, Chunk, producer=written_by(CHUNKS)) if params.retrieve.needs_embeddings else []
-    dense = params.dense if params.retrieve.needs_embeddings else None
+    if not params.retrieve.needs_embeddings:
+        return save_embeddings(out_embeddings, [], None)
+    chunk_list = read_models(chunks, Chunk, producer=written_by(CHUNKS))
     # Built here, not inside save_embeddings, so that a missing model names the params file actually read.
-    encoder = Encoder(params.dense, source=params.source) if dense is not None else None
-    return save_embeddings(out_embeddings, chunk_list, dense, encoder, progress=progress)
+    encoder = Encoder(params.dense, source=params.source)
+    with open_engine(params.execution) as engine:
+        return save_embeddings(out_embeddings, chunk_list, params.dense, encoder, encode=engine.embed)
 
 
 def summary(manifest: dict[str, object], params: Params) -> str:

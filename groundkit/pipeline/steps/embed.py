@@ -9,7 +9,7 @@ from groundkit.artifacts import read_models
 from groundkit.corpus.passage import Chunk
 from groundkit.execution import open_engine
 from groundkit.pipeline.stages import CHUNKS, written_by
-from groundkit.retrieval.dense import Encoder, save_embeddings
+from groundkit.retrieval.embeddings_manifest import save_no_embeddings
 
 if TYPE_CHECKING:
     from groundkit.config import Params
@@ -24,7 +24,9 @@ def run(chunks: Path, params: Params, out_embeddings: Path) -> dict[str, object]
     the dense extra.
     """
     if not params.retrieve.needs_embeddings:
-        return save_embeddings(out_embeddings, [], None)
+        return save_no_embeddings(out_embeddings)
+    from groundkit.retrieval.dense import Encoder, save_embeddings  # numpy, only when there is something to embed
+
     chunk_list = read_models(chunks, Chunk, producer=written_by(CHUNKS))
     # Built here, not inside save_embeddings, so that a missing model names the params file actually read.
     encoder = Encoder(params.dense, source=params.source)

@@ -206,20 +206,22 @@ def model_line(model: BaseModel) -> str:
     return json.dumps(round_floats(model.model_dump(mode="json")), sort_keys=True, ensure_ascii=False)
 
 
-def _check_seal(path: Path, data: bytes | None, producer: str) -> None:
-    """Compare ``path``'s seal with ``data`` (its bytes) or, when None, the file read in blocks."""
+def _check_seal(path: Path, data: bytes | None, producer: str) -> str:
+    """Compare ``path``'s seal with ``data`` (its bytes) or, when None, the file read in blocks; return the digest."""
     seal = seal_path(path)
     fix = f"delete it and re-run the {producer} stage (dvc repro -f -s {producer})"
     if not seal.is_file():
         raise ArtifactError(path, f"has no seal {seal.name} beside it, so its completeness cannot be checked", fix=fix)
     recorded = seal.read_text(encoding="utf-8", errors="replace").split(" ", 1)[0]
-    if (hashlib.sha256(data).hexdigest() if data is not None else file_sha256(path)) != recorded:
+    digest = hashlib.sha256(data).hexdigest() if data is not None else file_sha256(path)
+    if digest != recorded:
         raise ArtifactError(
             path,
             f"does not match the SHA-256 in {seal.name}: it was truncated or edited after the {producer} stage "
             "wrote it",
             fix=fix,
         )
+    return digest
 
 
 # (sha256 of the bytes, the reader's key) -> what the reader made of them; None outside shared_reads().
@@ -250,10 +252,10 @@ def parsed(path: str | Path, producer: str, parse: Callable[[Path, str], T], key
     ``key`` must hold every argument ``parse`` depends on besides the text (hashable).
     """
     path = Path(path)
-    data = _artifact_bytes(path, producer, sealed)
+    data, digest = _artifact_bytes(path, producer, sealed)
     if _parses is None:
         return parse(path, _decoded(path, data, producer))
-    memo = (hashlib.sha256(data).hexdigest(), key)
+    memo = (digest or hashlib.sha256(data).hexdigest(), key)  # a sealed file's bytes were hashed already
     if memo not in _parses:
         _parses[memo] = parse(path, _decoded(path, data, producer))
     result: T = _parses[memo]
@@ -261,16 +263,15 @@ def parsed(path: str | Path, producer: str, parse: Callable[[Path, str], T], key
 
 
 def _artifact_text(path: Path, producer: str, sealed: bool = False) -> str:
-    return _decoded(path, _artifact_bytes(path, producer, sealed), producer)
+    return _decoded(path, _artifact_bytes(path, producer, sealed)[0], producer)
 
 
-def _artifact_bytes(path: Path, producer: str, sealed: bool) -> bytes:
+def _artifact_bytes(path: Path, producer: str, sealed: bool) -> tuple[bytes, str | None]:
+    """The artifact's bytes, and their SHA-256 when ``sealed`` (checked against the seal)."""
     if not path.is_file():
         raise ArtifactError(path, "artifact is missing", fix=f"run the {producer} stage first (dvc repro)")
     data = path.read_bytes()
-    if sealed:
-        _check_seal(path, data, producer)
-    return data
+    return data, _check_seal(path, data, producer) if sealed else None
 
 
 def _decoded(path: Path, data: bytes, producer: str) -> str:

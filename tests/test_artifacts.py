@@ -65,3 +65,26 @@ def test_atomic_writers_give_the_modes_the_umask_gives(tmp_path, umask):
         (folder / "vocab.json").write_text("{}\n")
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.rglob("*")}
     assert modes == {"run.trec": file_mode, "run.trec.sha256": file_mode, "index": dir_mode, "vocab.json": file_mode}
+
+
+def test_shared_reads_reuse_a_parse_only_of_the_same_bytes_and_arguments(tmp_path):
+    """Inside one run a re-read is not parsed again; a changed file or other arguments are."""
+    from groundkit.artifacts import shared_reads
+    from groundkit.retrieval.trec import read_run
+
+    run = tmp_path / "run.trec"
+    atomic_write_lines(run, ["q1 Q0 a 1 2.5 bm25", "q1 Q0 b 2 1.5 bm25"], seal=True)
+    with shared_reads():
+        first = read_run(run, ["q1"], {"a", "b"})
+        first["q1"].append(("z", 0.0))  # a caller's edit must not reach the next reader
+        assert read_run(run, ["q1"], {"a", "b"}) == {"q1": [("a", 2.5), ("b", 1.5)]}
+        # Other arguments are another parse: "b" is no longer a known passage.
+        with pytest.raises(ArtifactError, match="names passage 'b'"):
+            read_run(run, ["q1"], {"a"})
+        # Rewritten (and resealed) between two reads: the new bytes are parsed.
+        atomic_write_lines(run, ["q1 Q0 b 1 3.0 bm25"], seal=True)
+        assert read_run(run, ["q1"], {"a", "b"}) == {"q1": [("b", 3.0)]}
+        # Edited after its seal: refused, though identical bytes were parsed before.
+        run.write_text("q1 Q0 a 1 2.5 bm25\n", encoding="utf-8")
+        with pytest.raises(ArtifactError, match="does not match the SHA-256"):
+            read_run(run, ["q1"], {"a", "b"})

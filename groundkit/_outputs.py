@@ -32,7 +32,7 @@ import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from groundkit.artifacts import atomic_write_text, dumps_json, new_directory, relocated
+from groundkit.artifacts import atomic_write_text, dumps_json, new_directory, relocated, synced_later
 from groundkit.errors import OutputError
 
 MARKER = ".groundkit-output"
@@ -199,7 +199,9 @@ def output_folder(
         scratch = new_directory(home, f".groundkit-{command}-{os.getpid()}-")
         owner = {"host": socket.gethostname(), "pid": os.getpid()}
         atomic_write_text(scratch / SCRATCH_MARKER, dumps_json(owner))
-        yield scratch
+        with synced_later(scratch) as sync:
+            yield scratch
+            sync()  # every artifact durable before any is published
         _commit(scratch, out, existed, artifacts, command)
     except BaseException as exc:
         if scratch is not None:

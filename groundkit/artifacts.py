@@ -12,9 +12,11 @@ the bytes the producing stage wrote. Record checks alone cannot see a file cut
 at a line boundary or a line deleted by hand (the rest still parses); the seal
 can, and ``sha256sum -c`` checks it without groundkit.
 
-Inside :func:`shared_reads` (``groundkit run`` evaluates in one process), an artifact read a second
-time with the same reader and arguments is not parsed again: its bytes are still read and hashed,
-and the parse of identical bytes is reused. DVC's stages are processes of their own and share nothing.
+Inside :func:`groundkit._shared.sharing` (``groundkit run`` evaluates in one process), an artifact
+is parsed at most once: its bytes are still read, hashed and checked against the seal on every read,
+and the parse of identical bytes by the same reader is reused. The step that writes a sealed artifact
+leaves what it wrote (:func:`write_models`, or ``shares``), so that a later step's read is a seal
+check and not a parse. DVC's stages are processes of their own and share nothing.
 
 Everything written here gets the permissions a plain ``open()`` or
 ``mkdir()`` would give under the caller's umask (``tempfile`` would make it
@@ -25,6 +27,7 @@ private to its owner, unreadable by a teammate or a CI artifact store), and an
 from __future__ import annotations
 
 import contextlib
+import enum
 import errno
 import hashlib
 import json
@@ -32,12 +35,17 @@ import math
 import os
 import secrets
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+import types
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
 
+from groundkit import _shared
 from groundkit._validation import describe
 from groundkit.errors import ArtifactError
 
@@ -90,16 +98,23 @@ def seal_path(path: str | Path) -> Path:
     return path.with_name(f"{path.name}.sha256")
 
 
-def atomic_write_text(path: str | Path, text: str, *, seal: bool = False) -> None:
+def atomic_write_text(path: str | Path, text: str, *, seal: bool = False,
+                      shares: Callable[[], Mapping[Any, Any]] | None = None) -> None:
     """Write ``text`` (UTF-8, LF) to ``path`` via a temporary file and a rename.
 
     With ``seal``, also write ``NAME.sha256`` so that readers can tell a complete file from a truncated one.
+    With ``shares`` too, inside :func:`groundkit._shared.sharing`: ``shares()`` maps reader keys (as
+    :func:`parsed` takes them) to what those readers would make of ``text``, and is left for them, so that
+    they need not parse it. The caller answers for the equality; the tests check each writer's.
     """
     path = Path(path)
     _atomic_write(path, text)
     if seal:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         _atomic_write(seal_path(path), f"{digest}  {path.name}\n")
+        parses = _shared.table("parses") if shares is not None else None
+        if parses is not None and shares is not None:
+            parses.update(((digest, key), value) for key, value in shares().items())
 
 
 def _fresh_names(parent: Path, prefix: str, suffix: str) -> Iterator[Path]:
@@ -159,6 +174,94 @@ def relocated(exc: OSError, scratch: Path, final: Path) -> OSError:
     return OSError(exc.errno, exc.strerror, tell(exc.filename), None, filename2)
 
 
+# Scratch folders whose files are made durable in the background (see synced_later), by real path.
+_syncers: dict[str, _Syncer] = {}
+
+
+class _Syncer:
+    """One thread that ``fsync``s the files it is handed while the caller goes on computing."""
+
+    def __init__(self) -> None:
+        import queue
+        import threading
+
+        self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._failure: OSError | None = None
+        self._thread = threading.Thread(target=self._work, name="groundkit-fsync", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        while (path := self._queue.get()) is not None:
+            try:
+                _fsync_path(path)
+            except FileNotFoundError:
+                pass  # replaced or removed since: the final sync_tree syncs whatever is there then
+            except OSError as exc:
+                # A failed fsync (a full disk the write did not see, an I/O error) is told once, to this
+                # descriptor only: a later fsync would succeed with the data lost, so keep it for close().
+                self._failure = self._failure or exc
+
+    def add(self, path: str | Path) -> None:
+        self._queue.put(os.fspath(path))
+
+    def close(self) -> None:
+        """Wait for every file handed over; raise the first ``fsync`` failure."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _syncer_for(path: Path) -> _Syncer | None:
+    if not _syncers:
+        return None
+    real = os.path.realpath(path)
+    return next((syncer for root, syncer in _syncers.items() if real.startswith(root)), None)
+
+
+@contextlib.contextmanager
+def synced_later(folder: Path) -> Iterator[Callable[[], None]]:
+    """Within the block, files written into ``folder`` are made durable by a background thread, not each in turn.
+
+    For a scratch folder that is published in one rename once every step is done (``_outputs.py``).
+    Each artifact's own ``fsync`` made its step wait for the disk (20 times a run); here a thread syncs
+    every file as it is finished (the index's arrays too) while the next step computes, and the yielded
+    function, called before publishing, syncs every file in the folder and returns when all are durable.
+    """
+    root = os.path.join(os.path.realpath(folder), "")
+    syncer = _syncers[root] = _Syncer()
+
+    def sync() -> None:
+        syncer.close()
+        sync_tree(folder)
+
+    try:
+        yield sync
+    finally:
+        del _syncers[root]
+        with contextlib.suppress(OSError):  # on the way out after a failure, which is the error to tell
+            syncer.close()
+
+
+def sync_tree(folder: Path) -> None:
+    """``fsync`` every regular file under ``folder`` (quick for those already synced)."""
+    for parent, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(parent, name)
+            if not os.path.islink(path):
+                _fsync_path(path)
+
+
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = new_file(path.parent, f".{path.name}.", ".tmp")
@@ -166,8 +269,12 @@ def _atomic_write(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            syncer = _syncer_for(path.parent)
+            if syncer is None:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
+        if syncer is not None:
+            syncer.add(path)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -176,9 +283,48 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def atomic_write_lines(path: str | Path, lines: Iterable[str], *, seal: bool = False) -> None:
-    """Write one record per line, each terminated by LF (and the seal, with ``seal``)."""
-    atomic_write_text(path, "".join(f"{line}\n" for line in lines), seal=seal)
+def atomic_write_lines(path: str | Path, lines: Iterable[str], *, seal: bool = False,
+                       shares: Callable[[], Mapping[Any, Any]] | None = None) -> None:
+    """Write one record per line, each terminated by LF (and the seal, with ``seal``; see
+    :func:`atomic_write_text` for ``shares``)."""
+    atomic_write_text(path, "".join(f"{line}\n" for line in lines), seal=seal, shares=shares)
+
+
+def write_models(path: str | Path, records: Sequence[M], model: type[M]) -> None:
+    """Write ``records`` as a sealed JSONL artifact of ``model``, one :func:`model_line` each.
+
+    Inside :func:`groundkit._shared.sharing` the records themselves are left for :func:`read_models` and
+    :func:`iter_models`: they were validated when they were made, and a record of a model without float
+    fields reads back equal to itself (``model_line`` rounds floats, so a model with one is parsed again).
+    """
+    shares = None
+    if _reads_back_equal(model) and all(type(record) is model for record in records):
+        frozen = tuple(records)
+        shares = lambda: {model: frozen}  # noqa: E731
+    atomic_write_lines(path, (model_line(r) for r in records), seal=True, shares=shares)
+
+
+@cache
+def _reads_back_equal(model: type[BaseModel]) -> bool:
+    """Whether every field of ``model`` (and of the models inside it) survives ``model_line`` unchanged: it is
+    built only of strings, ints, bools, enums, literals, None and models and containers of them (no float,
+    which ``model_line`` rounds, and no ``Any``, which could hold one)."""
+    def plain(annotation: Any) -> bool:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Literal:
+            return not any(isinstance(value, float) for value in typing.get_args(annotation))
+        if origin is not None:
+            return origin in _CONTAINERS and all(plain(a) for a in typing.get_args(annotation) if a is not Ellipsis)
+        if annotation in (str, int, bool, type(None)):
+            return True
+        if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+            return True
+        return isinstance(annotation, type) and issubclass(annotation, BaseModel) and _reads_back_equal(annotation)
+
+    return all(plain(field.annotation) for field in model.model_fields.values())
+
+
+_CONTAINERS = (list, tuple, dict, set, frozenset, typing.Union, types.UnionType)
 
 
 @contextlib.contextmanager
@@ -194,6 +340,11 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
         elif path.exists():
             path.unlink()
         os.replace(tmp, path)
+        syncer = _syncer_for(path.parent)
+        if syncer is not None:
+            for parent, _, names in os.walk(path):
+                for name in names:
+                    syncer.add(os.path.join(parent, name))
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(exc, OSError):
@@ -201,9 +352,25 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
         raise
 
 
+_LINE = json.JSONEncoder(sort_keys=True, ensure_ascii=False)  # json.dumps would build one per call
+_SCALARS = (str, int, bool, type(None))
+
+
 def model_line(model: BaseModel) -> str:
-    """One model as canonical single-line JSON."""
-    return json.dumps(round_floats(model.model_dump(mode="json")), sort_keys=True, ensure_ascii=False)
+    """One model as canonical single-line JSON: keys sorted, ``", "`` and ``": "`` between them, non-ASCII
+    characters as themselves, floats rounded to ``FLOAT_DIGITS`` (and refused if not finite).
+
+    A record of strings and integers only (a document, a chunk) is written a value at a time by
+    pydantic-core's serializer, which escapes strings exactly as ``json`` does (tests/test_artifacts.py
+    checks every code point) three times faster: a corpus is written twice a run, as documents and chunks.
+    """
+    fields = model.model_dump(mode="json")
+    if not _reads_back_equal(type(model)):
+        return _LINE.encode(round_floats(fields))
+    if all(type(value) in _SCALARS for value in fields.values()):
+        return "{" + ", ".join(f"{to_json(key).decode()}: {to_json(value).decode()}"
+                               for key, value in sorted(fields.items())) + "}"
+    return _LINE.encode(fields)
 
 
 def _check_seal(path: Path, data: bytes | None, producer: str) -> str:
@@ -224,41 +391,34 @@ def _check_seal(path: Path, data: bytes | None, producer: str) -> str:
     return digest
 
 
-# (sha256 of the bytes, the reader's key) -> what the reader made of them; None outside shared_reads().
-_parses: dict[tuple[str, Any], Any] | None = None
+def shared_reads() -> contextlib.AbstractContextManager[None]:
+    """:func:`groundkit._shared.sharing`: what the steps of one process read, parse and derive, they share."""
+    return _shared.sharing()
 
 
-@contextlib.contextmanager
-def shared_reads() -> Iterator[None]:
-    """Within the block, reuse the parse of an artifact whose bytes, reader and arguments were seen before.
+def parsed(path: str | Path, producer: str, parse: Callable[[Path, str], T], key: Any, *, sealed: bool = True,
+           written: tuple[Any, Callable[[Any], T | None]] | None = None) -> T:
+    """``parse(path, text)`` of a checked artifact, reused for identical bytes and ``key`` inside sharing.
 
-    Each step of a run re-reads what the step before it wrote, as a DVC stage must; in one process
-    the second parse of the same bytes is waste (on a BEIR collection at depth 1000, re-reading the
-    run costs more than retrieving it). The bytes are still read, hashed and checked every time, so
-    a file changed in between is parsed afresh. Readers hand out copies of their containers.
-    """
-    global _parses
-    outer = _parses
-    _parses = {} if outer is None else outer
-    try:
-        yield
-    finally:
-        _parses = outer
-
-
-def parsed(path: str | Path, producer: str, parse: Callable[[Path, str], T], key: Any, *, sealed: bool = True) -> T:
-    """``parse(path, text)`` of a checked artifact, reused for identical bytes and ``key`` inside :func:`shared_reads`.
-
-    ``key`` must hold every argument ``parse`` depends on besides the text (hashable).
+    ``key`` must hold every argument ``parse`` depends on besides the text (hashable). ``written`` is
+    ``(writer_key, check)``: when the step that wrote these very bytes left what it wrote under
+    ``writer_key`` (see :func:`atomic_write_text`), ``check(value)`` stands in for the parse; it must apply
+    every check ``parse`` applies that the writer does not guarantee, and return None when one fails, so
+    that the text is parsed and the error names the line.
     """
     path = Path(path)
     data, digest = _artifact_bytes(path, producer, sealed)
-    if _parses is None:
+    parses = _shared.table("parses")
+    if parses is None:
         return parse(path, _decoded(path, data, producer))
-    memo = (digest or hashlib.sha256(data).hexdigest(), key)  # a sealed file's bytes were hashed already
-    if memo not in _parses:
-        _parses[memo] = parse(path, _decoded(path, data, producer))
-    result: T = _parses[memo]
+    digest = digest or hashlib.sha256(data).hexdigest()  # a sealed file's bytes were hashed already
+    memo = (digest, key)
+    if memo not in parses:
+        checked = None
+        if written is not None and (digest, written[0]) in parses:
+            checked = written[1](parses[(digest, written[0])])
+        parses[memo] = checked if checked is not None else parse(path, _decoded(path, data, producer))
+    result: T = parses[memo]
     return result
 
 
@@ -322,7 +482,11 @@ def iter_models(path: str | Path, model: type[M], *, producer: str) -> Iterator[
     path = Path(path)
     if not path.is_file():
         raise ArtifactError(path, "artifact is missing", fix=f"run the {producer} stage first (dvc repro)")
-    _check_seal(path, None, producer)
+    digest = _check_seal(path, None, producer)
+    parses = _shared.table("parses")
+    if parses is not None and (digest, model) in parses:
+        yield from parses[(digest, model)]  # what the writer wrote, in this process
+        return
     fix = f"delete it and re-run the {producer} stage (dvc repro -f -s {producer})"
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):

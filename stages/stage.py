@@ -17,6 +17,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import _own_tree  # noqa: F401  (first of groundkit: groundkit must come from this tree)
 
 from groundkit._guard import guarded
+from groundkit._shared import fewer_collections
 from groundkit.config import load_params
 from groundkit.pipeline.stages import BY_NAME, STAGES, Artifact, Output, ParamPath
 
@@ -50,7 +51,8 @@ def main(argv: Sequence[str] | None) -> int:
             given[key] = getattr(args, port.option.removeprefix("--").replace("-", "_"))
     params = load_params(args.params, [*getattr(args, "set", []), *stage.overrides(given)])
     step = importlib.import_module(stage.step)
-    result = step.run(**stage.arguments(given, params))
+    with fewer_collections():
+        result = step.run(**stage.arguments(given, params))
     print(step.summary(result, params), file=sys.stderr)
     return 0
 

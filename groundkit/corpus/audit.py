@@ -95,11 +95,12 @@ class AuditReport(Record):
 def _postings(documents: Sequence[Document], tokenize_text: Tokenizer, wanted: set[str]) -> dict[str, set[str]]:
     """The documents holding each of the ``wanted`` tokens (only those: the audit asks about a query's
     words, and a corpus has a hundred times more; keeping them all was most of the audit's time)."""
-    postings: dict[str, set[str]] = {}
+    holders: dict[str, list[str]] = {token: [] for token in wanted}
     for document in documents:
-        for token in set(tokenize_text(document.text)) & wanted:
-            postings.setdefault(token, set()).add(document.path)
-    return postings
+        path = document.path
+        for token in wanted.intersection(tokenize_text(document.text)):
+            holders[token].append(path)
+    return {token: set(paths) for token, paths in holders.items() if paths}
 
 
 def audit(

@@ -15,6 +15,7 @@ import os
 import stat
 from pathlib import Path
 
+from groundkit import _shared
 from groundkit._text import decode_utf8_lf
 from groundkit.corpus.passage import Document
 from groundkit.errors import CorpusError
@@ -103,27 +104,37 @@ def corpus_files(root: Path) -> list[tuple[str, Path]]:
     refused: list[tuple[Path, str, str]] = []
 
     def unreadable(exc: OSError) -> None:
-        # os.walk skips a folder it cannot list unless told otherwise: its documents would silently
-        # drop out of the corpus, and out of every ranking.
+        # A folder that cannot be listed is an error: skipped, its documents would silently drop out
+        # of the corpus, and out of every ranking.
         refused.append((Path(exc.filename), f"a folder that cannot be read ({exc.strerror})",
                         "give the user running groundkit read and execute permission on it, or move it out"))
 
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=unreadable):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        base = Path(dirpath)
-        for dirname in dirnames:
-            if (base / dirname).is_symlink():
-                refused.append((base / dirname, "a symlinked directory (groundkit does not follow directory links)",
-                                "copy the directory into the corpus instead of linking it"))
-        for filename in sorted(filenames):
-            if filename.startswith("."):
+    def walk(folder: Path, prefix: str) -> None:
+        # scandir reports each entry's type from the directory listing itself: a regular file needs no
+        # lstat of its own (a corpus is thousands of them); links and special files get the full check.
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)  # in no particular order: what is found is sorted at the end
+        except OSError as exc:
+            unreadable(exc)
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
                 continue
-            path = base / filename
-            refusal = _refusal(path, real_root)
-            if refusal is None:
-                found.append((path.relative_to(root).as_posix(), path))
+            path = folder / entry.name
+            if entry.is_dir(follow_symlinks=False):
+                walk(path, f"{prefix}{entry.name}/")
+            elif entry.is_file(follow_symlinks=False):
+                found.append((f"{prefix}{entry.name}", path))
+            elif entry.is_symlink() and os.path.isdir(path):  # isdir, unlike DirEntry.is_dir, survives a loop
+                refused.append((path, "a symlinked directory (groundkit does not follow directory links)",
+                                "copy the directory into the corpus instead of linking it"))
+            elif (refusal := _refusal(path, real_root)) is None:
+                found.append((f"{prefix}{entry.name}", path))
             else:
                 refused.append((path, *refusal))
+
+    walk(root, "")
     if refused:
         raise _refused_error(root, sorted(refused))
     found.sort()
@@ -147,13 +158,22 @@ def _refused_error(root: Path, refused: list[tuple[Path, str, str]]) -> CorpusEr
 def read_document_bytes(path: Path) -> bytes:
     """Read a document that :func:`corpus_files` accepted, refusing it if it stopped being a regular file since."""
     # O_NONBLOCK: should a FIFO have replaced the file after the check, opening it must not wait for a writer.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as handle:
-        mode = os.fstat(handle.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            raise CorpusError(path, f"is {_kind(mode)}, no longer a regular file (it changed while the corpus "
-                              f"was read); {_ONLY}", fix=_REMOVE)
-        return handle.read()
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CorpusError(path, f"is {_kind(info.st_mode)}, no longer a regular file (it changed while the "
+                              f"corpus was read); {_ONLY}", fix=_REMOVE)
+        # A regular file reads short only at its end; one that grew since fstat is read on to its end.
+        data = os.read(fd, info.st_size + 1)
+        if len(data) <= info.st_size:
+            return data
+        blocks = [data]
+        while blocks[-1]:
+            blocks.append(os.read(fd, 1 << 20))
+        return b"".join(blocks)
+    finally:
+        os.close(fd)
 
 
 def load_corpus(root: str | Path) -> list[Document]:
@@ -162,8 +182,25 @@ def load_corpus(root: str | Path) -> list[Document]:
 
 
 def load_corpus_hashed(root: str | Path) -> tuple[list[Document], str]:
-    """:func:`load_corpus` and :func:`corpus_hash` of the same bytes, each document read once."""
+    """:func:`load_corpus` and :func:`corpus_hash` of the same bytes, each document read once.
+
+    Inside :func:`groundkit._shared.sharing` (one ``groundkit run``) a corpus folder is read once, and
+    every step sees that snapshot: the corpus hash validate-judgments records is the hash of the very
+    documents chunked, even if a file changes while the run goes on.
+    """
     root = Path(root)
+    snapshots = _shared.table("corpus")
+    if snapshots is None:
+        return _load_corpus_hashed(root)
+    key = os.path.realpath(root)
+    if key not in snapshots:
+        documents, digest = _load_corpus_hashed(root)
+        snapshots[key] = (tuple(documents), digest)
+    shared, digest = snapshots[key]
+    return list(shared), digest
+
+
+def _load_corpus_hashed(root: Path) -> tuple[list[Document], str]:
     documents = []
     listing = []
     for rel, path in corpus_files(root):

@@ -20,6 +20,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
@@ -57,18 +58,15 @@ class Document(StrictRecord):
     @model_validator(mode="before")
     @classmethod
     def _derive_id(cls, data: object) -> object:
-        if isinstance(data, dict) and not data.get("document_id"):
-            data = {**data, "document_id": content_id(data.get("path", ""), data.get("text", ""))}
+        # Derived or checked here, in one hashing: a path or text of another type fails validation anyway.
+        if isinstance(data, dict) and isinstance(data.get("path"), str) and isinstance(data.get("text"), str):
+            expected = content_id(data["path"], data["text"])
+            if not data.get("document_id"):
+                return {**data, "document_id": expected}
+            if data["document_id"] != expected:
+                raise ValueError(f"document_id {data['document_id']!r} does not match its content "
+                                 f"(expected {expected!r})")
         return data
-
-    @model_validator(mode="after")
-    def _check_id(self) -> Document:
-        expected = content_id(self.path, self.text)
-        if self.document_id != expected:
-            raise ValueError(
-                f"document_id {self.document_id!r} does not match its content (expected {expected!r})"
-            )
-        return self
 
 
 class Passage(StrictRecord):
@@ -106,6 +104,7 @@ class Passage(StrictRecord):
         return self.document == other.document and self.start < other.end and other.start < end
 
 
+@cache
 def _field_key(model: type[BaseModel], name: str) -> str:
     """The key a field has in the model's JSON: its alias if it has one."""
     return model.model_fields[name].alias or name
@@ -126,24 +125,22 @@ class Excerpt(Passage):
     @model_validator(mode="before")
     @classmethod
     def _derive_id(cls, data: Any) -> Any:
+        # Derived or checked here, in one hashing, when the parts have their types (else validation fails anyway).
         if isinstance(data, dict):
             def get(name: str) -> Any:
                 return data.get(_field_key(cls, name), data.get(name, ""))
 
+            document, start, end, text = get("document"), get("start"), get("end"), get("text")
+            if not (isinstance(document, str) and type(start) is int and type(end) is int and isinstance(text, str)):
+                return data
+            if end - start != len(text):
+                raise ValueError(f"offsets [{start}, {end}) do not match a text of {len(text)} characters")
+            expected, key = content_id(document, start, end, text), _field_key(cls, "passage_id")
             if not get("passage_id"):
-                key = _field_key(cls, "passage_id")
-                data = {**data, key: content_id(get("document"), get("start"), get("end"), get("text"))}
+                return {**data, key: expected}
+            if get("passage_id") != expected:
+                raise ValueError(f"{key} {get('passage_id')!r} does not match its content (expected {expected!r})")
         return data
-
-    @model_validator(mode="after")
-    def _check(self) -> Excerpt:
-        if self.end - self.start != len(self.text):
-            raise ValueError(f"offsets [{self.start}, {self.end}) do not match a text of {len(self.text)} characters")
-        expected = content_id(self.document, self.start, self.end, self.text)
-        if self.passage_id != expected:
-            raise ValueError(f"{_field_key(type(self), 'passage_id')} {self.passage_id!r} does not match its content "
-                             f"(expected {expected!r})")
-        return self
 
 
 class Chunk(Excerpt):

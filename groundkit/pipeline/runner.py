@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from groundkit._outputs import output_folder
-from groundkit.artifacts import shared_reads
+from groundkit._shared import fewer_collections, sharing
 from groundkit.config import Params
 from groundkit.pipeline.stages import (
     ARTIFACTS,
@@ -58,7 +58,8 @@ def run(
         # Every artifact under its own name in the scratch folder; the two inputs where the caller says.
         paths: dict[Artifact | ParamPath, Path] = {CORPUS_ROOT: corpus, JUDGMENTS: judgments}
         paths.update((output.artifact, work / output.artifact.name) for stage in STAGES for output in stage.outputs)
-        with shared_reads():  # one process: what a step wrote is parsed once, however many steps read it
+        # One process: the corpus is read, and what a step wrote is parsed, once.
+        with sharing(), fewer_collections():
             results = {stage.name: importlib.import_module(stage.step).run(**stage.arguments(paths, params))
                        for stage in STAGES}
     summary: dict[str, object] = results[written_by(METRICS)]

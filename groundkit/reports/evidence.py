@@ -21,6 +21,7 @@ import math
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 
 from groundkit.artifacts import read_models, seal_path
@@ -61,10 +62,19 @@ class Evidence:
     def first_gold_rank(self, query_id: str) -> int | None:
         """Rank of the first passage overlapping a gold span of the query (None: none within the run)."""
         spans = self.judgments[query_id].spans
+        documents = {span.document for span in spans}  # most passages ranked lie in other documents
         for rank, passage_id in enumerate(self.rankings.get(query_id, []), start=1):
-            if any(self.passages[passage_id].overlaps(span) for span in spans):
+            passage = self.passages[passage_id]
+            if passage.document in documents and any(passage.overlaps(span) for span in spans):
                 return rank
         return None
+
+    def rank_of(self, query_id: str, passage_id: str) -> int | None:
+        """Rank of the passage in the query's ranking (None: not ranked)."""
+        try:
+            return self.rankings.get(query_id, []).index(passage_id) + 1  # a scan in C: no dict per query
+        except ValueError:
+            return None
 
     def chunks_over(self, span: Passage) -> list[Excerpt]:
         """The chunks overlapping ``span``, in offset order: more than one means a boundary cuts it."""
@@ -89,7 +99,7 @@ def read_files(documents: Path, spans: Path, chunks: Path, run: Path, passages: 
         judgments={j.query_id: j for j in judgments},
         passages=by_id,
         chunks=PassageLocator(chunk_list),
-        rankings={q: [passage_id for passage_id, _ in ranking] for q, ranking in rankings.items()},
+        rankings={q: list(map(itemgetter(0), ranking)) for q, ranking in rankings.items()},
     )
 
 

@@ -242,8 +242,7 @@ def _holders(evidence: Evidence | None, query_id: str, span: Passage) -> list[li
     """The chunks of a run that overlap a gold span, as ``[start, end, rank or None]``; None without its chunks."""
     if evidence is None:
         return None
-    ranks = {p: i for i, p in enumerate(evidence.rankings.get(query_id, []), 1)}
-    return [[c.start, c.end, ranks.get(c.passage_id)] for c in evidence.chunks_over(span)]
+    return [[c.start, c.end, evidence.rank_of(query_id, c.passage_id)] for c in evidence.chunks_over(span)]
 
 
 def _gold(evidence: Evidence, query_id: str, texts: _Texts, run: Evidence | None,

@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_write_lines, model_line, read_models
+from groundkit.artifacts import read_models, write_models
 from groundkit.corpus.chunking import chunk_documents
-from groundkit.corpus.passage import Document
+from groundkit.corpus.passage import Chunk, Document
 from groundkit.pipeline.stages import DOCUMENTS, written_by
 
 if TYPE_CHECKING:
     from groundkit.config import ChunkParams, Params
-    from groundkit.corpus.passage import Chunk
 
 
 
@@ -20,7 +19,7 @@ def run(documents: Path, params: ChunkParams, out_chunks: Path) -> list[Chunk]:
     """Chunk the validated corpus snapshot."""
 
     chunks = chunk_documents(read_models(documents, Document, producer=written_by(DOCUMENTS)), params)
-    atomic_write_lines(out_chunks, (model_line(c) for c in chunks), seal=True)
+    write_models(out_chunks, chunks, Chunk)
     return chunks
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_write_lines, model_line
+from groundkit.artifacts import write_models
 from groundkit.corpus.documents import load_corpus
 from groundkit.corpus.judgments import load_judgments
-from groundkit.corpus.spans import resolve_judgments
+from groundkit.corpus.passage import Document
+from groundkit.corpus.spans import ResolvedJudgment, resolve_judgments
 
 if TYPE_CHECKING:
     from groundkit.config import Params
-    from groundkit.corpus.spans import ResolvedJudgment
 
 
 
@@ -25,8 +25,8 @@ def run(corpus_root: Path, judgments: Path, out_documents: Path, out_spans: Path
         loaded, {d.path: d for d in documents}, judgments_path=judgments, corpus_root=corpus_root
     )
     # Spans first: the documents snapshot is what unblocks chunking, so it is written last.
-    atomic_write_lines(out_spans, (model_line(r) for r in resolved), seal=True)
-    atomic_write_lines(out_documents, (model_line(d) for d in documents), seal=True)
+    write_models(out_spans, resolved, ResolvedJudgment)
+    write_models(out_documents, documents, Document)
     return resolved
 
 

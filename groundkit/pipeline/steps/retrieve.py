@@ -7,14 +7,14 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_directory, atomic_write_lines, model_line, read_models
-from groundkit.corpus.passage import Chunk, Document
+from groundkit.artifacts import atomic_directory, read_models, write_models
+from groundkit.corpus.passage import Chunk, Document, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.execution import open_engine
 from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES_FILE, written_by
 from groundkit.retrieval.kinds import Run, Sources, kind_of
 from groundkit.retrieval.registry import retrieve
-from groundkit.retrieval.trec import run_lines
+from groundkit.retrieval.trec import write_run
 
 if TYPE_CHECKING:
     from groundkit.config import Params
@@ -60,8 +60,8 @@ def run(
         kind = kind_of(params.retrieve.retriever)
         ranked = ranked.excluding(excluded, sources.chunks() if kind.searches else ranked.passages)
     with atomic_directory(out_passages) as folder:
-        atomic_write_lines(folder / PASSAGES_FILE, (model_line(p) for p in ranked.passages), seal=True)
-    atomic_write_lines(out_run, run_lines(ranked.rankings, kind_of(params.retrieve.retriever).run_tag), seal=True)
+        write_models(folder / PASSAGES_FILE, ranked.passages, Excerpt)
+    write_run(out_run, ranked.rankings, kind_of(params.retrieve.retriever).run_tag)
     return ranked
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +84,7 @@ def run(
     except (KeyError, TypeError, ValueError):
         raise ArtifactError(validation, "lacks the input hashes",
                             fix=f"re-run the {written_by(VALIDATION)} stage") from None
-    ranked = {q: [passage_id for passage_id, _ in r] for q, r in rankings.items()}
+    ranked = {q: list(map(itemgetter(0), r)) for q, r in rankings.items()}
     result, qrels = score_run(judgments, ranked, by_id, params.score.ks, params.score.budgets, universe=universe)
     summary = result.summary()
     ks = params.score.ks

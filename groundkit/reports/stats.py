@@ -104,13 +104,13 @@ def _bootstrap_intervals(numerators: np.ndarray, scales: np.ndarray, seed: int, 
     values = np.ascontiguousarray(numerators.T)
     distribution = np.empty((resamples, rows))
     step = _block(queries, resamples, block_values)
-    counts = np.empty((step, queries))
     for start in range(0, resamples, step):
         size = min(step, resamples - start)
         picks = rng.integers(0, queries, (size, queries))
-        for r in range(size):
-            counts[r] = np.bincount(picks[r], minlength=queries)
-        distribution[start:start + size] = counts[:size] @ values
+        # Each resample's counts in one bincount: resample r's picks shifted into bins [r * queries, (r + 1) * queries).
+        picks += np.arange(0, size * queries, queries)[:, None]
+        counts = np.bincount(picks.ravel(), minlength=size * queries).reshape(size, queries).astype(np.float64)
+        distribution[start:start + size] = counts @ values
     distribution /= scales * queries
     alpha = (1 - 0.95) / 2
     return _linear_quantiles(distribution, np.array([alpha, 1 - alpha]))

@@ -13,10 +13,10 @@ at a line boundary or a line deleted by hand (the rest still parses); the seal
 can, and ``sha256sum -c`` checks it without groundkit.
 
 Inside :func:`groundkit._shared.sharing` (``groundkit run`` evaluates in one process), an artifact
-is parsed at most once: its bytes are still read, hashed and checked against the seal on every read,
-and the parse of identical bytes by the same reader is reused. The step that writes a sealed artifact
-leaves what it wrote (:func:`write_models`, or ``shares``), so that a later step's read is a seal
-check and not a parse. DVC's stages are processes of their own and share nothing.
+is parsed at most once: the parse of identical bytes by the same reader is reused, and the step that
+writes a sealed artifact leaves what it wrote (:func:`write_models`, or ``shares``), so that a later
+step's read is no parse at all; its bytes are still read and checked against the seal every time.
+DVC's stages are processes of their own and share nothing.
 
 Everything written here gets the permissions a plain ``open()`` or
 ``mkdir()`` would give under the caller's umask (``tempfile`` would make it
@@ -107,11 +107,17 @@ def atomic_write_text(path: str | Path, text: str, *, seal: bool = False,
     :func:`parsed` takes them) to what those readers would make of ``text``, and is left for them, so that
     they need not parse it. The caller answers for the equality; the tests check each writer's.
     """
+    atomic_write_bytes(path, text.encode("utf-8"), seal=seal, shares=shares)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes, *, seal: bool = False,
+                       shares: Callable[[], Mapping[Any, Any]] | None = None) -> None:
+    """:func:`atomic_write_text` of text already encoded (UTF-8, LF)."""
     path = Path(path)
-    _atomic_write(path, text)
+    _atomic_write(path, data)
     if seal:
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        _atomic_write(seal_path(path), f"{digest}  {path.name}\n")
+        digest = hashlib.sha256(data).hexdigest()
+        _atomic_write(seal_path(path), f"{digest}  {path.name}\n".encode())
         parses = _shared.table("parses") if shares is not None else None
         if parses is not None and shares is not None:
             parses.update(((digest, key), value) for key, value in shares().items())
@@ -262,12 +268,12 @@ def sync_tree(folder: Path) -> None:
                 _fsync_path(path)
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = new_file(path.parent, f".{path.name}.", ".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             syncer = _syncer_for(path.parent)
             if syncer is None:
@@ -301,7 +307,7 @@ def write_models(path: str | Path, records: Sequence[M], model: type[M]) -> None
     if _reads_back_equal(model) and all(type(record) is model for record in records):
         frozen = tuple(records)
         shares = lambda: {model: frozen}  # noqa: E731
-    atomic_write_lines(path, (model_line(r) for r in records), seal=True, shares=shares)
+    atomic_write_bytes(path, b"".join([_model_bytes(r) + b"\n" for r in records]), seal=True, shares=shares)
 
 
 @cache
@@ -364,13 +370,18 @@ def model_line(model: BaseModel) -> str:
     pydantic-core's serializer, which escapes strings exactly as ``json`` does (tests/test_artifacts.py
     checks every code point) three times faster: a corpus is written twice a run, as documents and chunks.
     """
+    return _model_bytes(model).decode("utf-8")
+
+
+def _model_bytes(model: BaseModel) -> bytes:
+    """:func:`model_line`, UTF-8 encoded (a record of scalars is serialised straight to bytes)."""
     fields = model.model_dump(mode="json")
     if not _reads_back_equal(type(model)):
-        return _LINE.encode(round_floats(fields))
+        return _LINE.encode(round_floats(fields)).encode("utf-8")
     if all(type(value) in _SCALARS for value in fields.values()):
-        return "{" + ", ".join(f"{to_json(key).decode()}: {to_json(value).decode()}"
-                               for key, value in sorted(fields.items())) + "}"
-    return _LINE.encode(fields)
+        pairs = [to_json(key) + b": " + to_json(value) for key, value in sorted(fields.items())]
+        return b"{" + b", ".join(pairs) + b"}"
+    return _LINE.encode(fields).encode("utf-8")
 
 
 def _check_seal(path: Path, data: bytes | None, producer: str) -> str:

@@ -110,6 +110,12 @@ def _field_key(model: type[BaseModel], name: str) -> str:
     return model.model_fields[name].alias or name
 
 
+@cache
+def _keys(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """``(name, JSON key)`` of an excerpt's document, start, end, text and passage_id fields."""
+    return tuple((name, _field_key(model, name)) for name in ("document", "start", "end", "text", "passage_id"))
+
+
 class Excerpt(Passage):
     """A passage with its text, named by content: what a ranking ranks.
 
@@ -127,19 +133,17 @@ class Excerpt(Passage):
     def _derive_id(cls, data: Any) -> Any:
         # Derived or checked here, in one hashing, when the parts have their types (else validation fails anyway).
         if isinstance(data, dict):
-            def get(name: str) -> Any:
-                return data.get(_field_key(cls, name), data.get(name, ""))
-
-            document, start, end, text = get("document"), get("start"), get("end"), get("text")
+            # Each field under its JSON key (an alias, for a chunk) or its name.
+            document, start, end, text, given = (data.get(key, data.get(name, "")) for name, key in _keys(cls))
             if not (isinstance(document, str) and type(start) is int and type(end) is int and isinstance(text, str)):
                 return data
             if end - start != len(text):
                 raise ValueError(f"offsets [{start}, {end}) do not match a text of {len(text)} characters")
             expected, key = content_id(document, start, end, text), _field_key(cls, "passage_id")
-            if not get("passage_id"):
+            if not given:
                 return {**data, key: expected}
-            if get("passage_id") != expected:
-                raise ValueError(f"{key} {get('passage_id')!r} does not match its content (expected {expected!r})")
+            if given != expected:
+                raise ValueError(f"{key} {given!r} does not match its content (expected {expected!r})")
         return data
 
 

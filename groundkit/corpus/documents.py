@@ -103,27 +103,28 @@ def corpus_files(root: Path) -> list[tuple[str, Path]]:
     found: list[tuple[str, Path]] = []
     refused: list[tuple[Path, str, str]] = []
 
-    def unreadable(exc: OSError) -> None:
-        # A folder that cannot be listed is an error: skipped, its documents would silently drop out
-        # of the corpus, and out of every ranking.
-        refused.append((Path(exc.filename), f"a folder that cannot be read ({exc.strerror})",
-                        "give the user running groundkit read and execute permission on it, or move it out"))
-
-    def walk(folder: Path, prefix: str) -> None:
+    # A stack, not recursion: no depth limit, and no function that refers to itself, which would keep
+    # every path found alive until the garbage collector next ran.
+    folders = [(root, "")]
+    while folders:
+        folder, prefix = folders.pop()
         # scandir reports each entry's type from the directory listing itself: a regular file needs no
         # lstat of its own (a corpus is thousands of them); links and special files get the full check.
         try:
             with os.scandir(folder) as listing:
                 entries = list(listing)  # in no particular order: what is found is sorted at the end
         except OSError as exc:
-            unreadable(exc)
-            return
+            # A folder that cannot be listed is an error: skipped, its documents would silently drop out
+            # of the corpus, and out of every ranking.
+            refused.append((Path(exc.filename), f"a folder that cannot be read ({exc.strerror})",
+                            "give the user running groundkit read and execute permission on it, or move it out"))
+            continue
         for entry in entries:
             if entry.name.startswith("."):
                 continue
             path = folder / entry.name
             if entry.is_dir(follow_symlinks=False):
-                walk(path, f"{prefix}{entry.name}/")
+                folders.append((path, f"{prefix}{entry.name}/"))
             elif entry.is_file(follow_symlinks=False):
                 found.append((f"{prefix}{entry.name}", path))
             elif entry.is_symlink() and os.path.isdir(path):  # isdir, unlike DirEntry.is_dir, survives a loop
@@ -134,7 +135,6 @@ def corpus_files(root: Path) -> list[tuple[str, Path]]:
             else:
                 refused.append((path, *refusal))
 
-    walk(root, "")
     if refused:
         raise _refused_error(root, sorted(refused))
     found.sort()

@@ -116,6 +116,27 @@ def budget_hit(passages: Sequence[Passage], gold: Sequence[Passage], budget: int
     return 0.0
 
 
+def budget_needed(passages: Sequence[Passage], gold: Sequence[Passage]) -> int | None:
+    """The smallest budget at which :func:`budget_hit` is 1.0 for these passages (None: none of them reach gold).
+
+    ``budget_hit(passages, gold, b) == 1.0`` exactly when ``b >= budget_needed(passages, gold)``: passage i,
+    after ``used`` characters, shows gold within ``w`` characters, ``w`` being one past where the span
+    starts in it (1 if the span starts before it), so it hits from budget ``used + w`` on. One walk answers
+    every budget of a curve, where asking :func:`budget_hit` walks the ranking once per budget.
+    """
+    needed: int | None = None
+    used = 0
+    for passage in passages:
+        if needed is not None and used >= needed:
+            break
+        for span in gold:
+            if passage.overlaps(span):
+                at = used + max(span.start - passage.start, 0) + 1
+                needed = at if needed is None else min(needed, at)
+        used += passage.length
+    return needed
+
+
 # --- the registry --------------------------------------------------------------------------------
 
 

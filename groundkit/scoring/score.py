@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Excerpt, Passage, PassageLocator, content_id
 from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan, graded_passages
-from groundkit.scoring.measures import MEASURES, QueryRun, budget_hit, first_gold_rank
+from groundkit.scoring.measures import MEASURES, QueryRun, budget_needed, first_gold_rank
 from groundkit.scoring.schema import QueryResult, StageResult
 
 BUDGET_CURVE = tuple(range(100, 4001, 100))
@@ -172,9 +172,9 @@ def budget_curve(
     if not answerable:
         return []
     reach = _Reach(0, max(budgets, default=0))
-    walks = [(reach.head(rankings.get(j.query_id, ()), passages), j.spans) for j in answerable]
-    return [{"budget_chars": b, "recall": sum(budget_hit(p, g, b) for p, g in walks) / len(walks)}
-            for b in budgets]
+    needed = sorted(n for n in (budget_needed(reach.head(rankings.get(j.query_id, ()), passages), j.spans)
+                                for j in answerable) if n is not None)
+    return [{"budget_chars": b, "recall": bisect_right(needed, b) / len(answerable)} for b in budgets]
 
 
 UNRETRIEVED_PREFIX = "gold-"

@@ -133,6 +133,25 @@ def test_budget_hit_counts_only_the_visible_prefix():
     assert budget_hit([], gold, 500) == 0.0
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_the_budget_a_ranking_needs_is_where_budget_hit_turns_to_one(seed):
+    """budget_curve answers every budget from one walk: it must agree with budget_hit at every budget."""
+    from groundkit.scoring.measures import budget_hit, budget_needed
+
+    rng = random.Random(seed)
+
+    def passage() -> Passage:
+        start = rng.randint(0, 60)
+        return _p(rng.choice(["a.md", "b.md", "c.md"]), start, start + rng.randint(1, 30))
+
+    passages = [passage() for _ in range(rng.randint(0, 8))]
+    gold = [passage() for _ in range(rng.randint(1, 3))]
+    needed = budget_needed(passages, gold)
+    total = sum(p.length for p in passages)
+    assert [budget_hit(passages, gold, b) for b in range(1, total + 2)] == \
+        [float(needed is not None and b >= needed) for b in range(1, total + 2)]
+
+
 # --- the registry ----------------------------------------------------------------------------------
 
 

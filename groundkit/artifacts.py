@@ -193,6 +193,7 @@ class _Syncer:
 
         self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._failure: OSError | None = None
+        self.synced: set[str] = set()
         self._thread = threading.Thread(target=self._work, name="groundkit-fsync", daemon=True)
         self._thread.start()
 
@@ -200,8 +201,9 @@ class _Syncer:
         while (path := self._queue.get()) is not None:
             try:
                 _fsync_path(path)
+                self.synced.add(path)
             except FileNotFoundError:
-                pass  # replaced or removed since: the final sync_tree syncs whatever is there then
+                self.synced.discard(path)  # removed since: the final sync_tree syncs whatever is there then
             except OSError as exc:
                 # A failed fsync (a full disk the write did not see, an I/O error) is told once, to this
                 # descriptor only: a later fsync would succeed with the data lost, so keep it for close().
@@ -228,11 +230,13 @@ def _fsync_path(path: str) -> None:
         os.close(fd)
 
 
-def _syncer_for(path: Path) -> _Syncer | None:
+def _syncer_for(folder: Path) -> _Syncer | None:
+    """The syncer of the scratch folder that ``folder`` is, or lies in; None when there is none."""
     if not _syncers:
         return None
-    real = os.path.realpath(path)
-    return next((syncer for root, syncer in _syncers.items() if real.startswith(root)), None)
+    real = os.path.join(os.path.realpath(folder), "")  # roots end in a separator too
+    # A copy: another thread's run may add or drop its own folder meanwhile.
+    return next((syncer for root, syncer in list(_syncers.items()) if real.startswith(root)), None)
 
 
 @contextlib.contextmanager
@@ -249,7 +253,7 @@ def synced_later(folder: Path) -> Iterator[Callable[[], None]]:
 
     def sync() -> None:
         syncer.close()
-        sync_tree(folder)
+        sync_tree(folder, skip=syncer.synced)
 
     try:
         yield sync
@@ -259,12 +263,13 @@ def synced_later(folder: Path) -> Iterator[Callable[[], None]]:
             syncer.close()
 
 
-def sync_tree(folder: Path) -> None:
-    """``fsync`` every regular file under ``folder`` (quick for those already synced)."""
+def sync_tree(folder: Path, *, skip: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    """``fsync`` every regular file under ``folder`` but those in ``skip``: synced since they were last
+    written (an artifact is only ever replaced whole, by a rename, never written into)."""
     for parent, _, names in os.walk(folder):
         for name in names:
             path = os.path.join(parent, name)
-            if not os.path.islink(path):
+            if path not in skip and not os.path.islink(path):
                 _fsync_path(path)
 
 

@@ -276,3 +276,30 @@ def test_a_failed_background_fsync_fails_the_run_and_publishes_nothing(tmp_path,
     assert failure.value.filename == str(tmp_path / "out" / "run.trec")  # the artifact, not the scratch file
     assert not (tmp_path / "out").exists()
     assert not [t for t in threading.enumerate() if t.name == "groundkit-fsync"]
+
+
+def test_artifacts_in_a_scratch_folder_are_synced_in_the_background(tmp_path, monkeypatch):
+    """Directly inside the folder or deeper, an artifact's fsync is the background thread's, not the writer's."""
+    import os
+
+    import groundkit.artifacts as artifacts
+    from groundkit.artifacts import atomic_directory, atomic_write_text, synced_later
+
+    callers: list[tuple[str, str]] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        callers.append((threading.current_thread().name, os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    monkeypatch.setattr(artifacts.os, "fsync", fsync)
+    with synced_later(tmp_path) as sync:
+        atomic_write_text(tmp_path / "run.trec", "q1 Q0 a 1 1.0 t\n", seal=True)
+        with atomic_directory(tmp_path / "index") as folder:
+            (folder / "manifest.json").write_text("{}\n", encoding="utf-8")
+        sync()
+    names = {Path(path).name: thread for thread, path in callers}
+    assert names == {"run.trec": "groundkit-fsync", "run.trec.sha256": "groundkit-fsync",
+                     "manifest.json": "groundkit-fsync"}
+    atomic_write_text(tmp_path / "outside.txt", "x\n")  # no scratch folder: synced by the writer, at once
+    assert callers[-1][0] == threading.current_thread().name

@@ -696,6 +696,10 @@ def save_index(directory: str | Path, *, k1: float, b: float, stats: GlobalStats
         return writer.finish(stats)
 
 
+DECODED_IDS = 1 << 20
+"""An index of at most this many chunks keeps its ids decoded once searched (a 16-character str is 65 bytes)."""
+
+
 class BM25Index:
     """A BM25 index whose rows are chunks ordered by (document path, start_offset).
 
@@ -742,7 +746,15 @@ class BM25Index:
 
     def chunk_ids(self, rows: np.ndarray) -> list[str]:
         """The chunk ids of ``rows`` (global row numbers)."""
+        if self.num_chunks <= DECODED_IDS:
+            decoded = self._decoded_ids
+            return [decoded[row] for row in rows.tolist()]
         return [cid.decode("ascii") for cid in self._table["chunk_ids.npy"][rows].tolist()]
+
+    @cached_property
+    def _decoded_ids(self) -> list[str]:
+        # Every id decoded once: a search at depth 1000 decodes each of SciFact's 5,183 ids 58 times.
+        return [cid.decode("ascii") for cid in self._table["chunk_ids.npy"].tolist()]
 
     @classmethod
     def build(

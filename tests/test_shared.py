@@ -190,16 +190,16 @@ def test_tokens_are_shared_in_fresh_lists_and_within_a_budget(monkeypatch):
     with sharing():
         tokenize = make_tokenizer(None)
         first = tokenize("Running runners ran")
-        first.append("edited by a caller")
-        assert tokenize("Running runners ran") == ["running", "runners", "ran"]
+        assert first == ("running", "runners", "ran") and tokenize("Running runners ran") is first  # shared...
+        assert isinstance(first, tuple)  # ...so no step can change another's tokens
         # Another tokenizer keeps its own tokens for the same text.
-        assert make_tokenizer(stemmed)("Running runners ran") == make_tokenizer(stemmed)("Running runners ran")
-        assert make_tokenizer(stemmed)("Running runners ran") == ["run", "runner", "ran"]
+        assert make_tokenizer(stemmed)("Running runners ran") is make_tokenizer(stemmed)("Running runners ran")
+        assert make_tokenizer(stemmed)("Running runners ran") == ("run", "runner", "ran")
     monkeypatch.setattr(tokenizing, "SHARED_TOKENS", 3)
     with sharing():
         tokenize = make_tokenizer(None)
-        assert tokenize("a b c") == ["a", "b", "c"]
-        assert tokenize("d e") == ["d", "e"]  # over the budget: tokenized, not kept
+        assert tokenize("a b c") == ("a", "b", "c")
+        assert tokenize("d e") == ("d", "e")  # over the budget: tokenized, not kept
         kept = _shared.table("tokens")
         assert kept is not None and kept["held"] == [3] and set(kept[("none", "none")]) == {"a b c"}
     assert _shared.table("tokens") is None

@@ -440,9 +440,13 @@ def query_terms(index_or_stats: BM25Index | GlobalStats, query: str) -> np.ndarr
 
 
 def merge_top(parts: Sequence[tuple[np.ndarray, np.ndarray]], depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """The best ``depth`` of several segments' tops: score descending, then global row ascending."""
+    """The best ``depth`` of several segments' tops (each in that order): score descending, then global row
+    ascending."""
     if not parts:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    if len(parts) == 1:  # one segment's top is in that order already
+        rows, scores = parts[0]
+        return np.asarray(rows, dtype=np.int64)[:depth], np.asarray(scores, dtype=np.float32)[:depth]
     rows = np.concatenate([np.asarray(p[0], dtype=np.int64) for p in parts])
     scores = np.concatenate([np.asarray(p[1], dtype=np.float32) for p in parts])
     order = np.lexsort((rows, -scores))[:depth]
@@ -880,7 +884,9 @@ def _select(scores: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
         tied = np.flatnonzero(values == cutoff)[: depth - int(np.count_nonzero(above))]
         above[tied] = True  # candidates ascend, so the first tied rows are the lowest rows
         candidates, values = candidates[above], values[above]
-    order = np.lexsort((candidates, -values))
+    # Candidates ascend, so a stable sort by score descending leaves tied rows ascending: lexsort's order,
+    # at the cost of one key.
+    order = np.argsort(-values, kind="stable")
     return candidates[order], values[order]
 
 

@@ -65,21 +65,20 @@ def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float
     for query_id, ranking in rankings.items():
         if not ranking:
             continue
-        ids = [passage_id for passage_id, _ in ranking]
-        scores = [score for _, score in ranking]
-        if set(map(type, scores)) == {float} and set(map(type, ranking)) == {tuple} and set(map(type, ids)) == {str}:
-            as_read[query_id] = tuple(ranking)  # already what the reader makes: (str, float) pairs
-        else:
-            scores = _scores(ranking)
-            as_read[query_id] = tuple(zip(map(str, ids), scores, strict=True))
+        if not (set(map(type, ranking)) == {tuple} and set(map(type, map(_SCORE, ranking))) == {float}
+                and set(map(type, map(_ID, ranking))) == {str}):
+            # A score of None or a numpy float: written and read back as the plain float it stands for.
+            ranking = list(zip(map(str, map(_ID, ranking)), _scores(ranking), strict=True))
+        as_read[query_id] = tuple(ranking)  # (str, float) pairs: what the reader makes of the lines
         head = f"{query_id} Q0 "
         lines.extend([f"{head}{passage_id} {rank} {score!r} {tag}"
-                      for rank, (passage_id, score) in enumerate(zip(ids, scores, strict=True), start=1)])
+                      for rank, (passage_id, score) in enumerate(ranking, start=1)])
     text = "\n".join(lines) + "\n" if lines else ""
     atomic_write_text(path, text, seal=True, shares=lambda: {_AS_WRITTEN: as_read})
 
 
 _AS_WRITTEN = "run as write_run wrote it"
+_ID, _SCORE = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def qrels_lines(qrels: Mapping[str, Mapping[str, int]]) -> Iterable[str]:

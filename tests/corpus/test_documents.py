@@ -143,3 +143,17 @@ def test_a_folder_that_cannot_be_listed_is_refused_not_skipped(corpus):
     assert result.returncode == 1, result.stdout + result.stderr
     assert result.stderr.startswith(f"error: {corpus}/private: is a folder that cannot be read (Permission denied)")
     assert "fix: give the user running groundkit read and execute permission" in result.stderr
+
+
+def test_documents_are_built_as_validation_would_build_them(tmp_path):
+    """load_corpus builds its records without validating them again: they must equal validated ones."""
+    from groundkit.corpus.passage import Document
+
+    root = tmp_path / "corpus"
+    (root / "deep" / "er").mkdir(parents=True)
+    texts = {"a.md": "Alpha.\n", "deep/er/b c.txt": "\u00e9t\u00e9 \U0001f600\n\n\tend\n", "deep/z.md": "z\n"}
+    for name, text in texts.items():
+        (root / name).write_text(text, encoding="utf-8")
+    loaded = load_corpus(root)
+    assert loaded == [Document(path=name, text=texts[name]) for name in sorted(texts)]
+    assert [Document.model_validate_json(d.model_dump_json()) for d in loaded] == loaded

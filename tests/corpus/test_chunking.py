@@ -83,3 +83,20 @@ def test_invalid_params_name_the_key(values, key):
     assert ".".join(map(str, error["loc"])) == key
     if not key:
         assert "overlap (10) must be smaller than size (10)" in str(info.value)
+
+
+@pytest.mark.parametrize("params", [ChunkParams(strategy="document"), ChunkParams(size=12, overlap=0),
+                                    ChunkParams(size=20, overlap=6), ChunkParams(size=5, overlap=0)])
+def test_chunks_are_built_as_validation_would_build_them(params):
+    """The chunkers build chunks without validating them again: each must equal a validated chunk."""
+    from groundkit.artifacts import model_line
+    from groundkit.corpus.passage import Chunk
+
+    documents = [Document(path="a.md", text="  Alpha beta, gamma.\n\n\u00e9t\u00e9 \U0001f600 delta-epsilon  zeta\n"),
+                 Document(path="b/c.txt", text="x"), Document(path="d.md", text=" \n word \n")]
+    chunks = chunk_documents(documents, params)
+    assert chunks
+    for chunk in chunks:
+        validated = Chunk(document=chunk.document, start_offset=chunk.start, end_offset=chunk.end, text=chunk.text)
+        assert chunk == validated and model_line(chunk) == model_line(validated)
+        assert Chunk.model_validate_json(model_line(chunk)) == chunk

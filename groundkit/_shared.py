@@ -13,7 +13,8 @@ step asking with the same key gets the same value. The tables are:
 
 Values in the tables are shared between steps: they are frozen records and tuples, and readers hand
 out copies of the containers they return. Outside the block nothing is kept, so a long-lived process
-holds no corpus it has finished with. This module imports nothing, so a stage pays nothing for it.
+holds no corpus it has finished with. This module imports only contextlib and gc, so a stage pays
+nothing for it.
 
 :func:`fewer_collections` is for any process running steps, in-process or as a DVC stage.
 """

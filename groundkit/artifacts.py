@@ -38,6 +38,7 @@ import shutil
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -263,7 +264,7 @@ def synced_later(folder: Path) -> Iterator[Callable[[], None]]:
             syncer.close()
 
 
-def sync_tree(folder: Path, *, skip: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+def sync_tree(folder: Path, *, skip: AbstractSet[str] = frozenset()) -> None:
     """``fsync`` every regular file under ``folder`` but those in ``skip``: synced since they were last
     written (an artifact is only ever replaced whole, by a rename, never written into)."""
     for parent, _, names in os.walk(folder):
@@ -372,7 +373,7 @@ def model_line(model: BaseModel) -> str:
     characters as themselves, floats rounded to ``FLOAT_DIGITS`` (and refused if not finite).
 
     A record of strings and integers only (a document, a chunk) is written a value at a time by
-    pydantic-core's serializer, which escapes strings exactly as ``json`` does (tests/test_artifacts.py
+    pydantic-core's serializer, which escapes strings exactly as ``json`` does (tests/test_shared.py
     checks every code point) three times faster: a corpus is written twice a run, as documents and chunks.
     """
     return _model_bytes(model).decode("utf-8")
@@ -405,11 +406,6 @@ def _check_seal(path: Path, data: bytes | None, producer: str) -> str:
             fix=fix,
         )
     return digest
-
-
-def shared_reads() -> contextlib.AbstractContextManager[None]:
-    """:func:`groundkit._shared.sharing`: what the steps of one process read, parse and derive, they share."""
-    return _shared.sharing()
 
 
 def parsed(path: str | Path, producer: str, parse: Callable[[Path, str], T], key: Any, *, sealed: bool = True,

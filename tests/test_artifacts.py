@@ -67,14 +67,14 @@ def test_atomic_writers_give_the_modes_the_umask_gives(tmp_path, umask):
     assert modes == {"run.trec": file_mode, "run.trec.sha256": file_mode, "index": dir_mode, "vocab.json": file_mode}
 
 
-def test_shared_reads_reuse_a_parse_only_of_the_same_bytes_and_arguments(tmp_path):
+def test_a_run_reuses_a_parse_only_of_the_same_bytes_and_arguments(tmp_path):
     """Inside one run a re-read is not parsed again; a changed file or other arguments are."""
-    from groundkit.artifacts import shared_reads
+    from groundkit._shared import sharing
     from groundkit.retrieval.trec import read_run
 
     run = tmp_path / "run.trec"
     atomic_write_lines(run, ["q1 Q0 a 1 2.5 bm25", "q1 Q0 b 2 1.5 bm25"], seal=True)
-    with shared_reads():
+    with sharing():
         first = read_run(run, ["q1"], {"a", "b"})
         first["q1"].append(("z", 0.0))  # a caller's edit must not reach the next reader
         assert read_run(run, ["q1"], {"a", "b"}) == {"q1": [("a", 2.5), ("b", 1.5)]}

@@ -38,18 +38,24 @@ def run_lines(rankings: Mapping[str, Sequence[tuple[str, float | None]]], tag: s
     look tied, and trec_eval or ir_measures would then order them by document id, not as ranked.
     """
     for query_id, ranking in rankings.items():
-        yield from _query_lines(query_id, ranking, _scores(ranking), tag)
+        yield from _query_lines(query_id, _as_read(ranking), tag)
 
 
-def _scores(ranking: Sequence[tuple[str, float | None]]) -> list[float]:
-    return [float(-rank if score is None else score) for rank, (_, score) in enumerate(ranking, start=1)]
+def _as_read(ranking: Sequence[tuple[str, float | None]]) -> Sequence[tuple[str, float]]:
+    """``ranking`` as :func:`read_run` parses its lines back: ``(str, float)`` pairs, a score of None as ``-rank``.
+
+    A ranking that already is such pairs (a search's) is returned as it is, checked in three passes in C.
+    """
+    if set(map(type, ranking)) == {tuple} and set(map(type, map(_SCORE, ranking))) == {float} \
+            and set(map(type, map(_ID, ranking))) == {str}:
+        return ranking  # type: ignore[return-value]  # every score is a float, checked just above
+    scores = [float(-rank if score is None else score) for rank, (_, score) in enumerate(ranking, start=1)]
+    return list(zip(map(str, map(_ID, ranking)), scores, strict=True))
 
 
-def _query_lines(query_id: str, ranking: Sequence[tuple[str, float | None]], scores: list[float],
-                 tag: str) -> list[str]:
+def _query_lines(query_id: str, ranking: Sequence[tuple[str, float]], tag: str) -> list[str]:
     head = f"{query_id} Q0 "
-    return [f"{head}{passage_id} {rank} {score!r} {tag}"
-            for rank, ((passage_id, _), score) in enumerate(zip(ranking, scores, strict=True), start=1)]
+    return [f"{head}{passage_id} {rank} {score!r} {tag}" for rank, (passage_id, score) in enumerate(ranking, start=1)]
 
 
 def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float | None]]], tag: str) -> None:
@@ -63,16 +69,10 @@ def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float
     lines: list[str] = []
     as_read: dict[str, tuple[tuple[str, float], ...]] = {}
     for query_id, ranking in rankings.items():
-        if not ranking:
-            continue
-        if not (set(map(type, ranking)) == {tuple} and set(map(type, map(_SCORE, ranking))) == {float}
-                and set(map(type, map(_ID, ranking))) == {str}):
-            # A score of None or a numpy float: written and read back as the plain float it stands for.
-            ranking = list(zip(map(str, map(_ID, ranking)), _scores(ranking), strict=True))
-        as_read[query_id] = tuple(ranking)  # (str, float) pairs: what the reader makes of the lines
-        head = f"{query_id} Q0 "
-        lines.extend([f"{head}{passage_id} {rank} {score!r} {tag}"
-                      for rank, (passage_id, score) in enumerate(ranking, start=1)])
+        if ranking:
+            pairs = _as_read(ranking)
+            as_read[query_id] = tuple(pairs)
+            lines.extend(_query_lines(query_id, pairs, tag))
     text = "\n".join(lines) + "\n" if lines else ""
     atomic_write_text(path, text, seal=True, shares=lambda: {_AS_WRITTEN: as_read})
 

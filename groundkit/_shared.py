@@ -12,9 +12,10 @@ step asking with the same key gets the same value. The tables are:
 * ``tokens`` (corpus/tokenizing.py): the tokens of a text under a tokenizer, up to a budget.
 
 Values in the tables are shared between steps: they are frozen records and tuples, and readers hand
-out copies of the containers they return. Outside the block nothing is kept, so a long-lived process
-holds no corpus it has finished with. This module imports only contextlib and gc, so a stage pays
-nothing for it.
+out copies of the containers they return. Each thread has its own tables, so runs in threads of one
+process share nothing. Outside the block nothing is kept, so a long-lived process
+holds no corpus it has finished with. This module imports only the standard library, so a stage
+pays nothing for it.
 
 :func:`fewer_collections` is for any process running steps, in-process or as a DVC stage.
 """
@@ -22,30 +23,35 @@ nothing for it.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import gc
+import threading
 from collections.abc import Iterator
 from typing import Any
 
-_tables: dict[str, dict[Any, Any]] | None = None
+# Per thread (a ContextVar): two runs in threads of one process must never see each other's tables, and
+# when the last block ends nothing may stay behind for a later run to read.
+_tables: contextvars.ContextVar[dict[str, dict[Any, Any]] | None] = contextvars.ContextVar("groundkit_shared",
+                                                                                            default=None)
 
 
 @contextlib.contextmanager
 def sharing() -> Iterator[None]:
     """Within the block, steps share what they read and derive (see the module's docstring); nests."""
-    global _tables
-    outer = _tables
-    _tables = {} if outer is None else outer
+    outer = _tables.get()
+    token = _tables.set({} if outer is None else outer)
     try:
         yield
     finally:
-        _tables = outer
+        _tables.reset(token)
 
 
 def table(name: str) -> dict[Any, Any] | None:
     """The run's table ``name`` (created empty on first use), or None outside :func:`sharing`."""
-    if _tables is None:
+    tables = _tables.get()
+    if tables is None:
         return None
-    return _tables.setdefault(name, {})
+    return tables.setdefault(name, {})
 
 
 YOUNG_COLLECTION = 1_000_000
@@ -60,11 +66,23 @@ def fewer_collections() -> Iterator[None]:
     1000 holds 300,000 ranked pairs), and at CPython's default threshold the collector walks them
     about 800 times a run: a tenth of its time, spent finding no garbage (a SciFact run leaves a few
     hundred objects in cycles). Cycles are still collected, only later. The threshold is the process's:
-    two runs in threads of one process share it.
+    blocks in several threads overlap, and the last one to end restores what the first one found.
     """
-    before = gc.get_threshold()
-    gc.set_threshold(max(YOUNG_COLLECTION, before[0]), *before[1:])
+    global _collecting_less, _threshold_before
+    with _threshold_lock:
+        if _collecting_less == 0:
+            _threshold_before = gc.get_threshold()
+            gc.set_threshold(max(YOUNG_COLLECTION, _threshold_before[0]), *_threshold_before[1:])
+        _collecting_less += 1
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        with _threshold_lock:
+            _collecting_less -= 1
+            if _collecting_less == 0:  # the last block out restores what the first one found
+                gc.set_threshold(*_threshold_before)
+
+
+_threshold_lock = threading.Lock()
+_collecting_less = 0
+_threshold_before: tuple[int, ...] = gc.get_threshold()

@@ -303,3 +303,41 @@ def test_artifacts_in_a_scratch_folder_are_synced_in_the_background(tmp_path, mo
                      "manifest.json": "groundkit-fsync"}
     atomic_write_text(tmp_path / "outside.txt", "x\n")  # no scratch folder: synced by the writer, at once
     assert callers[-1][0] == threading.current_thread().name
+
+
+def test_runs_in_two_threads_share_nothing_with_each_other_or_with_what_follows(tmp_path):
+    """A notebook may run two evaluations at once in threads: neither may see the other's corpus, and once
+    both are done nothing may stay shared (a later run would read a stale snapshot: a silently wrong number)."""
+    import shutil
+
+    repo = Path(__file__).resolve().parent.parent
+    entered, release = threading.Barrier(2), threading.Event()
+    seen: dict[str, object] = {}
+    before = gc.get_threshold()
+
+    def hold(name: str, corpus: Path) -> None:
+        with sharing(), fewer_collections():
+            seen[name] = load_corpus_hashed(corpus)
+            entered.wait(timeout=30)
+            if name == "first":
+                release.wait(timeout=30)  # the first run ends while the second one is still going on
+
+    corpora = {}
+    for name in ("first", "second"):
+        corpora[name] = tmp_path / name
+        shutil.copytree(repo / "evals" / "corpus", corpora[name])
+    (corpora["second"] / "extra.md").write_text("only in the second corpus\n", encoding="utf-8")
+    first = threading.Thread(target=hold, args=("first", corpora["first"]))
+    second = threading.Thread(target=hold, args=("second", corpora["second"]))
+    first.start()
+    second.start()
+    entered_ok = first.is_alive()
+    release.set()
+    first.join()
+    second.join()
+    assert entered_ok
+    assert len(seen["second"][0]) == len(seen["first"][0]) + 1
+    assert _shared.table("corpus") is None
+    with sharing():
+        assert _shared.table("corpus") == {}  # a new run starts empty
+    assert gc.get_threshold() == before

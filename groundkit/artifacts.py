@@ -35,6 +35,7 @@ import math
 import os
 import secrets
 import shutil
+import stat
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -85,12 +86,55 @@ def csv_text(rows: Iterable[dict[str, Any]], columns: list[str]) -> str:
 
 
 def file_sha256(path: str | Path) -> str:
-    """SHA-256 of a file's bytes, read in 1 MiB blocks so large arrays never sit in memory twice."""
-    digest = hashlib.sha256()
+    """SHA-256 of a file's bytes, read in 1 MiB blocks so large arrays never sit in memory twice.
+
+    Inside :func:`groundkit._shared.sharing`, a file this process wrote or hashed since, and that has not
+    changed, is not read again: see :func:`remembered_digest`.
+    """
     with Path(path).open("rb") as handle:
+        stamp = os.fstat(handle.fileno())
+        known = remembered_digest(stamp)
+        if known is not None:
+            return known
+        digest = hashlib.sha256()
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
+        # Remembered only if the file did not change while it was read.
+        if _identity(os.fstat(handle.fileno())) == _identity(stamp):
+            _remember(stamp, digest.hexdigest())
     return digest.hexdigest()
+
+
+def remembered_digest(stamp: os.stat_result) -> str | None:
+    """The SHA-256 this run recorded for the file ``stamp`` describes, if it is unchanged since; else None.
+
+    One in-process run writes 60 MB of artifacts (a BEIR collection at depth 1000) and its later steps read
+    them back, each step checking the bytes against their seal: hashing them again was a twentieth of the
+    run. A file's identity is its device and inode, its size, and its modification and status-change times
+    in nanoseconds, the test DVC and git apply before they hash a file. Any write to the file moves both
+    times, and the status-change time cannot be set back from user space; a file put in its place is
+    another inode, or at least another status-change time. The digests are recorded only inside
+    :func:`groundkit._shared.sharing`, for files this process just wrote into its own scratch folder (or
+    hashed): outside it, and in DVC's stages, every read hashes.
+    """
+    digests = _shared.table("digests")
+    if digests is None:
+        return None
+    known = digests.get((stamp.st_dev, stamp.st_ino))
+    if known is None or known[0] != _identity(stamp):
+        return None
+    digest: str = known[1]
+    return digest
+
+
+def _identity(stamp: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (stamp.st_dev, stamp.st_ino, stamp.st_size, stamp.st_mtime_ns, stamp.st_ctime_ns)
+
+
+def _remember(stamp: os.stat_result, digest: str) -> None:
+    digests = _shared.table("digests")
+    if digests is not None:
+        digests[(stamp.st_dev, stamp.st_ino)] = (_identity(stamp), digest)
 
 
 def seal_path(path: str | Path) -> Path:
@@ -118,6 +162,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, seal: bool = False,
     _atomic_write(path, data)
     if seal:
         digest = hashlib.sha256(data).hexdigest()
+        _remember(os.stat(path), digest)  # a reader in this run checks the seal without reading the bytes again
         _atomic_write(seal_path(path), f"{digest}  {path.name}\n".encode())
         parses = _shared.table("parses") if shares is not None else None
         if parses is not None and shares is not None:
@@ -419,19 +464,38 @@ def parsed(path: str | Path, producer: str, parse: Callable[[Path, str], T], key
     that the text is parsed and the error names the line.
     """
     path = Path(path)
-    data, digest = _artifact_bytes(path, producer, sealed)
     parses = _shared.table("parses")
     if parses is None:
-        return parse(path, _decoded(path, data, producer))
-    digest = digest or hashlib.sha256(data).hexdigest()  # a sealed file's bytes were hashed already
+        return parse(path, _decoded(path, _artifact_bytes(path, producer, sealed)[0], producer))
+    data: bytes | None = None
+    digest = _unchanged_sealed(path, producer) if sealed else None
+    if digest is None:
+        data, digest = _artifact_bytes(path, producer, sealed)
+        digest = digest or hashlib.sha256(data).hexdigest()  # a sealed file's bytes were hashed already
     memo = (digest, key)
     if memo not in parses:
         checked = None
         if written is not None and (digest, written[0]) in parses:
             checked = written[1](parses[(digest, written[0])])
-        parses[memo] = checked if checked is not None else parse(path, _decoded(path, data, producer))
+        if checked is None:
+            if data is None:  # read now, and checked against the seal as any read is
+                data, _ = _artifact_bytes(path, producer, sealed)
+            checked = parse(path, _decoded(path, data, producer))
+        parses[memo] = checked
     result: T = parses[memo]
     return result
+
+
+def _unchanged_sealed(path: Path, producer: str) -> str | None:
+    """The SHA-256 of a sealed artifact this run wrote and nothing changed since, checked against its seal
+    (see :func:`remembered_digest`); None when the file must be read and hashed."""
+    try:
+        stamp = os.stat(path)
+    except OSError:
+        return None  # missing, or unreadable: the full read says which, and how to fix it
+    if not stat.S_ISREG(stamp.st_mode) or remembered_digest(stamp) is None:
+        return None
+    return _check_seal(path, None, producer)  # file_sha256 answers from the record: the seal file alone is read
 
 
 def _artifact_text(path: Path, producer: str, sealed: bool = False) -> str:

@@ -8,16 +8,19 @@ work: the same values, the same errors, and nothing shared outside a run.
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import math
+import os
 import random
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from groundkit import _shared
+from groundkit import _shared, artifacts
 from groundkit._shared import fewer_collections, sharing
 from groundkit.artifacts import iter_models, model_line, read_models, write_models
 from groundkit.corpus.documents import load_corpus_hashed
@@ -105,6 +108,69 @@ def test_a_run_edited_after_its_writer_is_parsed_or_refused(tmp_path):
         write_run(path, {"q1": [("b", 3.0)]}, "bm25")  # written again: the new rankings
         assert read_run(path, ["q1"], {"a", "b"}) == {"q1": [("b", 3.0)]}
 
+
+
+def _edit_in_place(path: Path, old: bytes, new: bytes) -> None:
+    """Replace ``old`` with ``new`` (as long) in the file itself, and put its times back as they were."""
+    assert len(old) == len(new)
+    before = path.stat()
+    time.sleep(0.05)  # past a coarse clock's tick (multigrain timestamps need none): the edit gets a new ctime
+    data = path.read_bytes()
+    assert data.count(old) == 1
+    with path.open("r+b") as handle:
+        handle.write(data.replace(old, new))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+
+
+def test_an_artifact_written_in_the_run_is_checked_without_reading_it_again(tmp_path, monkeypatch):
+    path = tmp_path / "documents.jsonl"
+    documents = [Document(path="a.md", text="alpha"), Document(path="b.md", text="beta")]
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("read again")
+
+    with sharing():
+        write_models(path, documents, Document)
+        with monkeypatch.context() as patched:
+            patched.setattr(artifacts, "_artifact_bytes", no_read)
+            assert read_models(path, Document, producer="resolve-spans") == documents
+            assert artifacts.file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+        _edit_in_place(path, b"beta", b"BETA")  # same size, same mtime: only the inode's ctime moved
+        with monkeypatch.context() as patched:
+            patched.setattr(artifacts, "_artifact_bytes", no_read)
+            with pytest.raises(AssertionError, match="read again"):
+                read_models(path, Document, producer="resolve-spans")
+        with pytest.raises(ArtifactError, match="does not match the SHA-256"):
+            read_models(path, Document, producer="resolve-spans")
+        with pytest.raises(ArtifactError, match="does not match the SHA-256"):
+            list(iter_models(path, Document, producer="resolve-spans"))
+        assert artifacts.file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_an_artifact_replaced_by_a_file_of_the_same_size_and_time_is_refused(tmp_path):
+    path = tmp_path / "run.trec"
+    with sharing():
+        write_run(path, {"q1": [("a", 2.0), ("b", 1.0)]}, "bm25")
+        before = path.stat()
+        other = tmp_path / "other"
+        other.write_bytes(path.read_bytes().replace(b" a ", b" b ").replace(b" b 2", b" a 2"))
+        os.utime(other, ns=(before.st_atime_ns, before.st_mtime_ns))
+        os.replace(other, path)
+        with pytest.raises(ArtifactError, match="does not match the SHA-256"):
+            read_run(path, ["q1"], {"a", "b"})
+
+
+def test_a_file_hashed_in_a_run_is_hashed_again_once_changed_and_outside_it(tmp_path):
+    path = tmp_path / "array.npy"
+    path.write_bytes(b"x" * 3_000_000)
+    with sharing():
+        assert artifacts.file_sha256(path) == hashlib.sha256(b"x" * 3_000_000).hexdigest()
+        assert artifacts.remembered_digest(path.stat()) == hashlib.sha256(b"x" * 3_000_000).hexdigest()
+        _edit_in_place(path, b"x" * 3_000_000, b"y" + b"x" * 2_999_999)
+        assert artifacts.remembered_digest(path.stat()) is None
+        assert artifacts.file_sha256(path) == hashlib.sha256(b"y" + b"x" * 2_999_999).hexdigest()
+    assert artifacts.remembered_digest(path.stat()) is None  # nothing outlives the run
 
 def _records() -> list[tuple[type, list]]:
     text = 'Line one\n"quoted" \\ back\tslash \u00e9\u4e2d\U0001f600 \x7f end'

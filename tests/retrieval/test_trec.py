@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from groundkit.artifacts import atomic_write_lines
@@ -58,3 +60,19 @@ def test_scores_are_written_exactly_so_rounding_makes_no_tie(tmp_path):
 def test_a_run_without_scores_writes_minus_the_rank(tmp_path):
     path = write_run(tmp_path, {"q1": [("a", None), ("b", None)]})
     assert [line.split(" ")[4] for line in path.read_text(encoding="utf-8").splitlines()] == ["-1.0", "-2.0"]
+
+
+@pytest.mark.parametrize("depths", [(1,), (2, 1), (1000, 3, 2500), (7, 0, 1)])
+def test_the_stage_writes_the_lines_run_lines_describes(tmp_path, depths):
+    # write_run joins each query's lines in one pass, with a shared rank column: byte for byte run_lines' text,
+    # for every depth (a longer ranking after a shorter one, and back), scores of every kind, and a query with
+    # no result (no line).
+    from groundkit.retrieval.trec import write_run as stage_write_run
+
+    rng = random.Random(len(depths))
+    kinds = [lambda: rng.random() * 30, lambda: 1e-300, lambda: 5e20, lambda: -0.0, lambda: 3.0, lambda: -7.25]
+    rankings = {f"q{i}": [(f"c{j:04x}", rng.choice(kinds)()) for j in range(depth)] for i, depth in enumerate(depths)}
+    stage_write_run(tmp_path / "run.trec", rankings, "bm25")
+    expected = "".join(f"{line}\n" for line in run_lines(rankings, "bm25"))
+    assert (tmp_path / "run.trec").read_text(encoding="utf-8") == expected
+    assert expected.count("\n") == sum(depths)

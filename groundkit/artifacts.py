@@ -358,7 +358,11 @@ def write_models(path: str | Path, records: Sequence[M], model: type[M]) -> None
     if _reads_back_equal(model) and all(type(record) is model for record in records):
         frozen = tuple(records)
         shares = lambda: {model: frozen}  # noqa: E731
-    atomic_write_bytes(path, b"".join([_model_bytes(r) + b"\n" for r in records]), seal=True, shares=shares)
+    pieces: list[bytes] = []
+    for record in records:
+        pieces += _model_pieces(record)
+        pieces.append(b"\n")
+    atomic_write_bytes(path, b"".join(pieces), seal=True, shares=shares)  # a corpus's text is copied once
 
 
 @cache
@@ -426,13 +430,30 @@ def model_line(model: BaseModel) -> str:
 
 def _model_bytes(model: BaseModel) -> bytes:
     """:func:`model_line`, UTF-8 encoded (a record of scalars is serialised straight to bytes)."""
+    return b"".join(_model_pieces(model))
+
+
+def _model_pieces(model: BaseModel) -> list[bytes]:
+    """:func:`_model_bytes` in pieces, for the caller to join with others: a record of scalars is each key
+    (with the separators around it, made once per key) and each value serialised."""
     fields = model.model_dump(mode="json")
     if not _reads_back_equal(type(model)):
-        return _LINE.encode(round_floats(fields)).encode("utf-8")
-    if all(type(value) in _SCALARS for value in fields.values()):
-        pairs = [to_json(key) + b": " + to_json(value) for key, value in sorted(fields.items())]
-        return b"{" + b", ".join(pairs) + b"}"
-    return _LINE.encode(fields).encode("utf-8")
+        return [_LINE.encode(round_floats(fields)).encode("utf-8")]
+    if not fields or not all(type(value) in _SCALARS for value in fields.values()):
+        return [_LINE.encode(fields).encode("utf-8")]
+    pieces = [b"{"]
+    for key in sorted(fields):
+        pieces += (_KEYS.get(key) or _key(key), to_json(fields[key]), b", ")
+    pieces[-1] = b"}"  # the last separator closes the record
+    return pieces
+
+
+def _key(key: str) -> bytes:
+    _KEYS[key] = to_json(key) + b": "
+    return _KEYS[key]
+
+
+_KEYS: dict[str, bytes] = {}  # '"key": ' for each key of a record of scalars written so far
 
 
 def _check_seal(path: Path, data: bytes | None, producer: str) -> str:

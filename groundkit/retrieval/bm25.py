@@ -384,9 +384,7 @@ class Segment:
         indptr, indices, data = self.indptr, self.indices, self.data
         for term in terms.tolist():
             start, end = int(indptr[term]), int(indptr[term + 1])
-            # A term's rows are distinct, so a fancy-indexed add is np.add.at's float32 sum, at a fraction of
-            # its cost; a term twice in the query is added twice, as two iterations.
-            scores[indices[start:end]] += data[start:end]
+            np.add.at(scores, indices[start:end], data[start:end])  # numpy 2's add.at: half a fancy-indexed add's time
         return scores
 
     def top(self, terms: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -753,8 +751,7 @@ class BM25Index:
     def chunk_ids(self, rows: np.ndarray) -> list[str]:
         """The chunk ids of ``rows`` (global row numbers)."""
         if self.num_chunks <= DECODED_IDS:
-            decoded = self._decoded_ids
-            return [decoded[row] for row in rows.tolist()]
+            return list(map(self._decoded_ids.__getitem__, rows.tolist()))
         return [cid.decode("ascii") for cid in self._table["chunk_ids.npy"][rows].tolist()]
 
     @cached_property

@@ -62,8 +62,8 @@ def _query_text(query_id: str, ranking: Sequence[tuple[str, float]], tag: str) -
     """:func:`_query_lines` as one text, each line ending in LF: the middle of each line is joined in C, the
     query's head and the tag put between lines once (a depth-1000 run is 300,000 lines)."""
     head, tail = f"{query_id} Q0 ", f" {tag}\n"
-    passage_ids, scores = zip(*ranking, strict=True)
-    middles = map("".join, zip(passage_ids, _ranks(len(ranking)), map(repr, scores)))
+    # Columns by itemgetter: half the cost of zip(*ranking), which passes a thousand pairs as arguments.
+    middles = map("".join, zip(map(_ID, ranking), _ranks(len(ranking)), map(repr, map(_SCORE, ranking)), strict=True))
     return f"{head}{(tail + head).join(middles)}{tail}"
 
 
@@ -140,7 +140,7 @@ def _checked(written: dict[str, tuple[tuple[str, float], ...]], query_ids: Seque
     if passage_ids is None or not known.issuperset(written):  # unchecked ids might hold a space: parse
         return None
     for ranking in written.values():
-        ids, scores = zip(*ranking, strict=True)
+        ids, scores = list(map(_ID, ranking)), list(map(_SCORE, ranking))
         if (len(set(ids)) != len(ids) or not passage_ids.issuperset(ids) or not all(map(math.isfinite, scores))
                 or not all(map(operator.ge, scores, scores[1:]))):
             return None

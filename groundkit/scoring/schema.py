@@ -119,13 +119,13 @@ class StageResult(Record):
 
     def per_query_csv(self) -> str:
         """One row per query, in judgment order, for ``dvc plots`` and for comparing runs."""
-        header = [*PER_QUERY_FIELDS, *self.metric_names]
+        names = self.metric_names  # the registry's list, worked out once rather than once a row
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(header)
+        writer.writerow([*PER_QUERY_FIELDS, *names])
         for q in self.queries:
             abstained = "" if q.answerable else int(q.retrieved == 0)
-            metrics = [f"{q.metrics[name]:.6f}" if q.answerable else "" for name in self.metric_names]
+            metrics = [f"{q.metrics[name]:.6f}" if q.answerable else "" for name in names]
             writer.writerow([q.query_id, q.query, q.category.value, q.retrieved, q.gold_chunks,
                              q.first_gold_rank or "", abstained, *metrics])
         return out.getvalue()

@@ -24,6 +24,9 @@ import operator
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
+import orjson
+
 from groundkit.artifacts import atomic_write_text, parsed
 from groundkit.errors import ArtifactError
 
@@ -63,8 +66,27 @@ def _query_text(query_id: str, ranking: Sequence[tuple[str, float]], tag: str) -
     query's head and the tag put between lines once (a depth-1000 run is 300,000 lines)."""
     head, tail = f"{query_id} Q0 ", f" {tag}\n"
     # Columns by itemgetter: half the cost of zip(*ranking), which passes a thousand pairs as arguments.
-    middles = map("".join, zip(map(_ID, ranking), _ranks(len(ranking)), map(repr, map(_SCORE, ranking)), strict=True))
+    scores = list(map(_SCORE, ranking))
+    middles = map("".join, zip(map(_ID, ranking), _ranks(len(ranking)), score_texts(scores), strict=True))
     return f"{head}{(tail + head).join(middles)}{tail}"
+
+
+def score_texts(scores: list[float]) -> Sequence[str]:
+    """``repr`` of each score, the same text (tests/retrieval/test_trec.py compares millions), four times faster.
+
+    Where every score is finite and zero or of magnitude within [1e-4, 1e16), the range in which ``repr``
+    writes no exponent, orjson writes them all in one call: like ``repr``, it writes the shortest digits that
+    read back as the same float, the closest to it where several are as short. Outside that range the two
+    write exponents differently (``1e-05`` against ``1e-5``), so such a ranking goes through ``repr``. A
+    depth-1000 run writes 300,000 scores; ``repr`` was half of writing the run. orjson comes with DVC.
+    """
+    if not scores:
+        return []
+    values = np.fromiter(scores, dtype=np.float64, count=len(scores))
+    magnitudes = np.abs(values)
+    if bool(np.all(((magnitudes >= 1e-4) & (magnitudes < 1e16)) | (values == 0))):  # NaN fails both tests
+        return orjson.dumps(scores)[1:-1].decode("ascii").split(",")
+    return list(map(repr, scores))
 
 
 def _ranks(depth: int) -> list[str]:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import random
 
+import numpy as np
 import pytest
 
 from groundkit.artifacts import atomic_write_lines
 from groundkit.errors import ArtifactError
-from groundkit.retrieval.trec import read_run, run_lines
+from groundkit.retrieval.trec import read_run, run_lines, score_texts
 
 
 def write_run(tmp_path, rankings):
@@ -76,3 +78,23 @@ def test_the_stage_writes_the_lines_run_lines_describes(tmp_path, depths):
     expected = "".join(f"{line}\n" for line in run_lines(rankings, "bm25"))
     assert (tmp_path / "run.trec").read_text(encoding="utf-8") == expected
     assert expected.count("\n") == sum(depths)
+
+
+def _score_samples() -> list[tuple[str, list[float]]]:
+    rng = np.random.default_rng(11)
+    float32_scores = (rng.random(200_000) * 40).astype(np.float32).astype(np.float64).tolist()
+    magnitudes = 10 ** rng.uniform(-4, 16, 200_000)
+    across_range = (np.where(rng.random(200_000) < 0.5, -1, 1) * magnitudes).tolist()
+    any_bits = rng.integers(0, 2**63, 200_000, dtype=np.int64).view(np.float64)
+    edges = [1e-4, 0.1, 0.2, 1 / 3, 1.0, 100.0, 1e15, 9999999999999998.0, 0.0, -0.0, 123456.0, -7.25]
+    return [("float32 scores", float32_scores), ("exponents -4 to 16", across_range),
+            ("any finite float", any_bits[np.isfinite(any_bits)].tolist()), ("edges", edges),
+            ("one below 1e-4", [2.5, 9.99e-05, 1.0]), ("one of 1e16", [1e16, 3.0]), ("nan", [1.0, math.nan]),
+            ("inf", [math.inf, 1.0]), ("empty", [])]
+
+
+@pytest.mark.parametrize(("name", "scores"), _score_samples(), ids=[n for n, _ in _score_samples()])
+def test_scores_are_written_as_repr_writes_them(name, scores):
+    # orjson writes a ranking's scores where it writes them as repr does; the rest go through repr. Either
+    # way the text is repr's, so a run's bytes do not depend on which path wrote them.
+    assert list(score_texts(scores)) == list(map(repr, scores))

@@ -61,17 +61,16 @@ def _query_lines(query_id: str, ranking: Sequence[tuple[str, float]], tag: str) 
     return [f"{head}{passage_id} {rank} {score!r} {tag}" for rank, (passage_id, score) in enumerate(ranking, start=1)]
 
 
-def _query_text(query_id: str, ranking: Sequence[tuple[str, float]], tag: str) -> str:
-    """:func:`_query_lines` as one text, each line ending in LF: the middle of each line is joined in C, the
-    query's head and the tag put between lines once (a depth-1000 run is 300,000 lines)."""
+def _query_text(query_id: str, ids: list[str], scores: list[float], values: np.ndarray, tag: str) -> str:
+    """:func:`_query_lines` of a ranking given as columns (``values`` is ``scores`` as an array), as one text,
+    each line ending in LF: the middle of each line is joined in C, the query's head and the tag put between
+    lines once (a depth-1000 run is 300,000 lines)."""
     head, tail = f"{query_id} Q0 ", f" {tag}\n"
-    # Columns by itemgetter: half the cost of zip(*ranking), which passes a thousand pairs as arguments.
-    scores = list(map(_SCORE, ranking))
-    middles = map("".join, zip(map(_ID, ranking), _ranks(len(ranking)), score_texts(scores), strict=True))
+    middles = map("".join, zip(ids, _ranks(len(ids)), score_texts(scores, values), strict=True))
     return f"{head}{(tail + head).join(middles)}{tail}"
 
 
-def score_texts(scores: list[float]) -> Sequence[str]:
+def score_texts(scores: list[float], values: np.ndarray | None = None) -> Sequence[str]:
     """``repr`` of each score, the same text (tests/retrieval/test_trec.py compares millions), four times faster.
 
     Where every score is finite and zero or of magnitude within [1e-4, 1e16), the range in which ``repr``
@@ -79,10 +78,12 @@ def score_texts(scores: list[float]) -> Sequence[str]:
     read back as the same float, the closest to it where several are as short. Outside that range the two
     write exponents differently (``1e-05`` against ``1e-5``), so such a ranking goes through ``repr``. A
     depth-1000 run writes 300,000 scores; ``repr`` was half of writing the run. orjson comes with DVC.
+    ``values``, when given, is ``scores`` as a float64 array.
     """
     if not scores:
         return []
-    values = np.fromiter(scores, dtype=np.float64, count=len(scores))
+    if values is None:
+        values = np.fromiter(scores, dtype=np.float64, count=len(scores))
     magnitudes = np.abs(values)
     if bool(np.all(((magnitudes >= 1e-4) & (magnitudes < 1e16)) | (values == 0))):  # NaN fails both tests
         return orjson.dumps(scores)[1:-1].decode("ascii").split(",")
@@ -110,12 +111,18 @@ def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float
     """
     blocks: list[str] = []
     as_read: dict[str, tuple[tuple[str, float], ...]] = {}
+    sound = True  # every ranking's ids distinct and its scores finite, never rising: read_run need not check again
     for query_id, ranking in rankings.items():
         if ranking:
             pairs = _as_read(ranking)
             as_read[query_id] = tuple(pairs)
-            blocks.append(_query_text(query_id, pairs, tag))
-    atomic_write_text(path, "".join(blocks), seal=True, shares=lambda: {_AS_WRITTEN: as_read})
+            # Columns by itemgetter: half the cost of zip(*pairs), which passes a thousand pairs as arguments.
+            ids, scores = list(map(_ID, pairs)), list(map(_SCORE, pairs))
+            values = np.fromiter(scores, dtype=np.float64, count=len(scores))
+            sound = sound and len(set(ids)) == len(ids) and bool(np.isfinite(values).all()) \
+                and not bool((values[1:] > values[:-1]).any())
+            blocks.append(_query_text(query_id, ids, scores, values, tag))
+    atomic_write_text(path, "".join(blocks), seal=True, shares=lambda: {_AS_WRITTEN: (as_read, sound)})
 
 
 _AS_WRITTEN = "run as write_run wrote it"
@@ -153,20 +160,18 @@ def read_run(
     return {query_id: list(ranking) for query_id, ranking in shared.items()}
 
 
-def _checked(written: dict[str, tuple[tuple[str, float], ...]], query_ids: Sequence[str],
+def _checked(written: tuple[dict[str, tuple[tuple[str, float], ...]], bool], query_ids: Sequence[str],
              passage_ids: set[str] | None) -> dict[str, tuple[tuple[str, float], ...]] | None:
     """What :func:`_parse_run` returns for the text ``write_run`` wrote from ``written``, or None where it would
-    raise. The line checks (six columns, ranks in sequence, one block per query) hold by how the lines are
-    written; every check on the values is made here, whole rankings at a time."""
-    known = set(query_ids)
-    if passage_ids is None or not known.issuperset(written):  # unchecked ids might hold a space: parse
+    raise. ``written`` is the rankings and whether write_run found every ranking's ids distinct and its scores
+    finite and never rising; the line checks (six columns, ranks in sequence, one block per query) hold by how
+    the lines are written. What depends on the reader, the query and passage ids it knows, is checked here."""
+    rankings, sound = written
+    if not sound or passage_ids is None or not set(query_ids).issuperset(rankings):
+        return None  # the parse names the line at fault (and an unchecked id might hold a space)
+    if not all(passage_ids.issuperset(map(_ID, ranking)) for ranking in rankings.values()):
         return None
-    for ranking in written.values():
-        ids, scores = list(map(_ID, ranking)), list(map(_SCORE, ranking))
-        if (len(set(ids)) != len(ids) or not passage_ids.issuperset(ids) or not all(map(math.isfinite, scores))
-                or not all(map(operator.ge, scores, scores[1:]))):
-            return None
-    return {query_id: written.get(query_id, ()) for query_id in query_ids}
+    return {query_id: rankings.get(query_id, ()) for query_id in query_ids}
 
 
 def _parse_run(path: Path, text: str, query_ids: Sequence[str], passage_ids: set[str] | None, listed_in: str,

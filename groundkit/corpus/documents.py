@@ -16,6 +16,7 @@ import stat
 from pathlib import Path
 
 from groundkit import _shared
+from groundkit._models import assembled
 from groundkit._text import decode_utf8_lf
 from groundkit.corpus.passage import Document, content_id
 from groundkit.errors import CorpusError
@@ -211,7 +212,7 @@ def _load_corpus_hashed(root: Path) -> tuple[list[Document], str]:
         text = decode_document(path, data, name=f"{shown}/{rel}")
         # Built, not validated: a path corpus_files found is a non-empty str, decode_document's text a str, and
         # the id is derived as Document derives it (tests/corpus/test_documents.py compares with validation).
-        documents.append(Document.model_construct(path=rel, text=text, document_id=content_id(rel, text)))
+        documents.append(assembled(Document, {"path": rel, "text": text, "document_id": content_id(rel, text)}))
     return documents, hashlib.sha256("".join(listing).encode("utf-8")).hexdigest()
 
 

@@ -99,4 +99,6 @@ def test_chunks_are_built_as_validation_would_build_them(params):
     for chunk in chunks:
         validated = Chunk(document=chunk.document, start_offset=chunk.start, end_offset=chunk.end, text=chunk.text)
         assert chunk == validated and model_line(chunk) == model_line(validated)
+        assert repr(chunk) == repr(validated) and hash(chunk) == hash(validated)
+        assert chunk.model_dump() == validated.model_dump() and chunk.model_copy() == validated
         assert Chunk.model_validate_json(model_line(chunk)) == chunk

@@ -155,5 +155,10 @@ def test_documents_are_built_as_validation_would_build_them(tmp_path):
     for name, text in texts.items():
         (root / name).write_text(text, encoding="utf-8")
     loaded = load_corpus(root)
-    assert loaded == [Document(path=name, text=texts[name]) for name in sorted(texts)]
+    validated = [Document(path=name, text=texts[name]) for name in sorted(texts)]
+    assert loaded == validated
+    def seen(documents):
+        return [(repr(d), hash(d), d.model_dump()) for d in documents]
+
+    assert seen(loaded) == seen(validated)
     assert [Document.model_validate_json(d.model_dump_json()) for d in loaded] == loaded

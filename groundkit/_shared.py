@@ -9,7 +9,10 @@ step asking with the same key gets the same value. The tables are:
 * ``parses`` (artifacts.py): an artifact's parse, keyed by the SHA-256 of its bytes and the reader;
   the step that wrote the bytes leaves what it wrote there, so that no step parses them at all;
 * ``corpus`` (corpus/documents.py): the corpus as read, so every step sees the same snapshot;
-* ``tokens`` (corpus/tokenizing.py): the tokens of a text under a tokenizer, up to a budget.
+* ``judgments`` (corpus/judgments.py): a judgments file's parse, keyed by the SHA-256 of its bytes;
+* ``tokens`` (corpus/tokenizing.py): the tokens of a text under a tokenizer, up to a budget;
+* ``digests`` (artifacts.py): the SHA-256 of each file the run wrote or hashed, with the file's identity
+  (device, inode, size, times), so that an unchanged artifact is checked against its seal unread.
 
 Values in the tables are shared between steps: they are frozen records and tuples, and readers hand
 out copies of the containers they return. Each thread has its own tables, so runs in threads of one

@@ -28,7 +28,7 @@ from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Chunk, Document, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
 from groundkit.corpus.tokenizing import make_tokenizer
-from groundkit.errors import ArtifactError
+from groundkit.errors import ArtifactError, JudgmentsError
 from groundkit.retrieval.trec import read_run, run_lines, write_run
 
 
@@ -247,6 +247,28 @@ def test_a_run_reads_its_corpus_once(tmp_path):
     fresh, fresh_digest = load_corpus_hashed(corpus)
     assert fresh[0].text == "changed\n" and fresh_digest != digest
 
+
+
+def test_a_judgments_file_is_parsed_once_for_the_same_bytes(tmp_path, monkeypatch):
+    from groundkit.corpus import judgments as module
+
+    path = tmp_path / "judgments.jsonl"
+    line = json.dumps({"query_id": "q1", "query": "alpha?", "category": "factoid",
+                       "gold": [{"document": "a.md", "quote": "alpha"}]})
+    path.write_text(line + "\n", encoding="utf-8")
+    parses = []
+    real = module._parsed
+    monkeypatch.setattr(module, "_parsed", lambda *args: parses.append(args[0]) or real(*args))
+    with sharing():
+        first = module.load_judgments(path)
+        second = module.load_judgments(path)
+        assert first == second and first is not second and len(parses) == 1
+        path.write_text(line.replace("alpha?", "beta?") + "\n", encoding="utf-8")  # other bytes: parsed again
+        assert module.load_judgments(path)[0].query == "beta?" and len(parses) == 2
+        path.write_text("{oops\n", encoding="utf-8")
+        for _ in range(2):  # a file that fails fails each time, with the same message
+            with pytest.raises(JudgmentsError, match=r"judgments.jsonl:1: invalid JSON"):
+                module.load_judgments(path)
 
 def test_tokens_are_shared_in_fresh_lists_and_within_a_budget(monkeypatch):
     from groundkit.config import TokenizeParams

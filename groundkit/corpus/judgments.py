@@ -11,6 +11,7 @@ ascending order are errors. It never re-sorts.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from enum import StrEnum
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from groundkit import _shared
 from groundkit._json import loads_line
 from groundkit._models import StrictRecord
 from groundkit._text import decode_utf8_lf
@@ -212,7 +214,19 @@ def load_judgments(path: str | Path, *, ordered: bool = True) -> list[Judgment]:
     path = Path(path)
     if not path.is_file():
         raise JudgmentsError(path, "judgments file does not exist", fix="check corpus.judgments in params.yaml")
-    text = decode_utf8_lf(path, path.read_bytes(), error=JudgmentsError, hashed_as="judgments_hash")
+    data = path.read_bytes()
+    # Inside sharing (one groundkit run), validate-judgments and resolve-spans parse the same bytes once.
+    parses = _shared.table("judgments")
+    if parses is None:
+        return _parsed(path, data, ordered)
+    key = (hashlib.sha256(data).digest(), ordered)
+    if key not in parses:
+        parses[key] = tuple(_parsed(path, data, ordered))  # frozen records: the tuple can be shared
+    return list(parses[key])
+
+
+def _parsed(path: Path, data: bytes, ordered: bool) -> list[Judgment]:
+    text = decode_utf8_lf(path, data, error=JudgmentsError, hashed_as="judgments_hash")
     judgments: list[Judgment] = []
     first_line: dict[str, int] = {}
     for number, line in enumerate(text.split("\n"), start=1):

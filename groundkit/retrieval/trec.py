@@ -23,12 +23,13 @@ import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-
-import numpy as np
-import orjson
+from typing import TYPE_CHECKING
 
 from groundkit.artifacts import atomic_write_text, parsed
 from groundkit.errors import ArtifactError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Ranking = list[tuple[str, float]]
 
@@ -82,6 +83,9 @@ def score_texts(scores: list[float], values: np.ndarray | None = None) -> Sequen
     """
     if not scores:
         return []
+    import numpy as np  # here, not at the top: the score stage reads runs, and starts without numpy
+    import orjson
+
     if values is None:
         values = np.fromiter(scores, dtype=np.float64, count=len(scores))
     magnitudes = np.abs(values)
@@ -109,6 +113,8 @@ def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float
     parsed ones, without parsing 300,000 lines again. Ids must hold no whitespace (query ids, content ids
     and run tags do not), or the file would not have six columns.
     """
+    import numpy as np  # see score_texts
+
     blocks: list[str] = []
     as_read: dict[str, tuple[tuple[str, float], ...]] = {}
     sound = True  # every ranking's ids distinct and its scores finite, never rising: read_run need not check again

@@ -101,7 +101,7 @@ def file_sha256(path: str | Path) -> str:
             digest.update(block)
         # Remembered only if the file did not change while it was read.
         if _identity(os.fstat(handle.fileno())) == _identity(stamp):
-            _remember(stamp, digest.hexdigest())
+            _remember(path, stamp, digest.hexdigest())
     return digest.hexdigest()
 
 
@@ -111,11 +111,13 @@ def remembered_digest(stamp: os.stat_result) -> str | None:
     One in-process run writes 60 MB of artifacts (a BEIR collection at depth 1000) and its later steps read
     them back, each step checking the bytes against their seal: hashing them again was a twentieth of the
     run. A file's identity is its device and inode, its size, and its modification and status-change times
-    in nanoseconds, the test DVC and git apply before they hash a file. Any write to the file moves both
-    times, and the status-change time cannot be set back from user space; a file put in its place is
-    another inode, or at least another status-change time. The digests are recorded only inside
-    :func:`groundkit._shared.sharing`, for files this process just wrote into its own scratch folder (or
-    hashed): outside it, and in DVC's stages, every read hashes.
+    in nanoseconds, the test DVC and git apply before they hash a file. A write to the file moves both
+    times (the status-change time cannot be set back from user space), unless it falls in the same clock
+    tick as groundkit's own write on a kernel without fine-grained timestamps (Linux before 6.6): a file
+    put in its place is another inode. So digests are recorded only inside
+    :func:`groundkit._shared.sharing`, and only for files in the run's own scratch folder (see
+    :func:`synced_later`), which this process created under a fresh name and no other process writes
+    into. Outside it, for input files, and in DVC's stages (a process each), every read hashes.
     """
     digests = _shared.table("digests")
     if digests is None:
@@ -131,9 +133,12 @@ def _identity(stamp: os.stat_result) -> tuple[int, int, int, int, int]:
     return (stamp.st_dev, stamp.st_ino, stamp.st_size, stamp.st_mtime_ns, stamp.st_ctime_ns)
 
 
-def _remember(stamp: os.stat_result, digest: str) -> None:
+def _remember(path: str | Path, stamp: os.stat_result, digest: str) -> None:
+    """Record ``digest`` for the file at ``path`` as ``stamp`` describes it, if it lies in a scratch folder."""
     digests = _shared.table("digests")
-    if digests is not None:
+    # Only the run's own scratch folder (synced_later's): no other process writes there, while a user may
+    # well edit an input file in the same clock tick as groundkit read it.
+    if digests is not None and _syncer_for(Path(path).parent) is not None:
         digests[(stamp.st_dev, stamp.st_ino)] = (_identity(stamp), digest)
 
 
@@ -162,7 +167,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, seal: bool = False,
     _atomic_write(path, data)
     if seal:
         digest = hashlib.sha256(data).hexdigest()
-        _remember(os.stat(path), digest)  # a reader in this run checks the seal without reading the bytes again
+        _remember(path, os.stat(path), digest)  # a reader in this run checks the seal without reading it again
         _atomic_write(seal_path(path), f"{digest}  {path.name}\n".encode())
         parses = _shared.table("parses") if shares is not None else None
         if parses is not None and shares is not None:

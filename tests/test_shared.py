@@ -130,7 +130,7 @@ def test_an_artifact_written_in_the_run_is_checked_without_reading_it_again(tmp_
     def no_read(*args, **kwargs):
         raise AssertionError("read again")
 
-    with sharing():
+    with sharing(), artifacts.synced_later(tmp_path):  # as in a run's scratch folder
         write_models(path, documents, Document)
         with monkeypatch.context() as patched:
             patched.setattr(artifacts, "_artifact_bytes", no_read)
@@ -150,7 +150,7 @@ def test_an_artifact_written_in_the_run_is_checked_without_reading_it_again(tmp_
 
 def test_an_artifact_replaced_by_a_file_of_the_same_size_and_time_is_refused(tmp_path):
     path = tmp_path / "run.trec"
-    with sharing():
+    with sharing(), artifacts.synced_later(tmp_path):
         write_run(path, {"q1": [("a", 2.0), ("b", 1.0)]}, "bm25")
         before = path.stat()
         other = tmp_path / "other"
@@ -164,13 +164,28 @@ def test_an_artifact_replaced_by_a_file_of_the_same_size_and_time_is_refused(tmp
 def test_a_file_hashed_in_a_run_is_hashed_again_once_changed_and_outside_it(tmp_path):
     path = tmp_path / "array.npy"
     path.write_bytes(b"x" * 3_000_000)
-    with sharing():
+    with sharing(), artifacts.synced_later(tmp_path):
         assert artifacts.file_sha256(path) == hashlib.sha256(b"x" * 3_000_000).hexdigest()
         assert artifacts.remembered_digest(path.stat()) == hashlib.sha256(b"x" * 3_000_000).hexdigest()
         _edit_in_place(path, b"x" * 3_000_000, b"y" + b"x" * 2_999_999)
         assert artifacts.remembered_digest(path.stat()) is None
         assert artifacts.file_sha256(path) == hashlib.sha256(b"y" + b"x" * 2_999_999).hexdigest()
     assert artifacts.remembered_digest(path.stat()) is None  # nothing outlives the run
+
+
+def test_a_file_outside_the_runs_scratch_folder_is_hashed_each_time(tmp_path):
+    """An input (the judgments file, say) may be edited by its user at any moment: never taken from a record."""
+    scratch, inputs = tmp_path / "scratch", tmp_path / "inputs"
+    scratch.mkdir()
+    inputs.mkdir()
+    (inputs / "judgments.jsonl").write_text("one\n", encoding="utf-8")
+    with sharing(), artifacts.synced_later(scratch):
+        artifacts.file_sha256(inputs / "judgments.jsonl")
+        assert artifacts.remembered_digest((inputs / "judgments.jsonl").stat()) is None
+        write_models(inputs / "documents.jsonl", [Document(path="a.md", text="alpha")], Document)
+        assert artifacts.remembered_digest((inputs / "documents.jsonl").stat()) is None
+        write_models(scratch / "documents.jsonl", [Document(path="a.md", text="alpha")], Document)
+        assert artifacts.remembered_digest((scratch / "documents.jsonl").stat()) is not None
 
 def _records() -> list[tuple[type, list]]:
     text = 'Line one\n"quoted" \\ back\tslash \u00e9\u4e2d\U0001f600 \x7f end'

@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -33,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from groundkit import __version__
 from groundkit.corpus.passage import Passage
@@ -502,9 +502,9 @@ def _cards(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alph
 
 def _json_for_script(data: Any) -> str:
     """JSON that cannot end the ``<script>`` element holding it: <, > and & are written as \\u escapes."""
-    # orjson writes what json.dumps(ensure_ascii=False, sort_keys=True, separators=(",", ":")) writes for a
-    # page's data (str keys, finite floats; compared byte for byte on SciFact's 3.4 MB page), six times faster.
-    text = orjson.dumps(data, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+    # json, not orjson (six times faster on the same bytes): orjson writes a NaN or an infinity as null, where
+    # a page must refuse a number it cannot show.
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
     # One pass over a page's few megabytes, not one per character escaped.
     return _SCRIPT_UNSAFE.sub(lambda found: _SCRIPT_ESCAPES[found.group()], text)
 

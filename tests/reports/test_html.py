@@ -179,3 +179,20 @@ def test_hostile_text_is_escaped_in_the_page(hostile):
     data = _data(html)
     assert data["queries"][0]["query"].startswith(HOSTILE_QUERY)
     assert "".join(t for _, t in data["text"]["evil.md"]).find(HOSTILE_QUOTE) > 0
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_the_page_refuses_a_number_it_cannot_show(value):
+    # JSON has no NaN or infinity: written as null, the page would show a gap where a figure belongs.
+    from groundkit.reports.html import _json_for_script
+
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        _json_for_script({"queries": [{"ndcg": [None, value]}]})
+
+
+def test_the_pages_json_cannot_end_its_script_element():
+    from groundkit.reports.html import _json_for_script
+
+    text = _json_for_script({"b": "</script><!-- & \u2028\u2029", "a": "\u00e9t\u00e9"})
+    assert text == '{"a":"\u00e9t\u00e9","b":"\\u003c/script\\u003e\\u003c!-- \\u0026 \\u2028\\u2029"}'
+    assert json.loads(text) == {"b": "</script><!-- & \u2028\u2029", "a": "\u00e9t\u00e9"}

@@ -15,8 +15,9 @@ can, and ``sha256sum -c`` checks it without groundkit.
 Inside :func:`groundkit._shared.sharing` (``groundkit run`` evaluates in one process), an artifact
 is parsed at most once: the parse of identical bytes by the same reader is reused, and the step that
 writes a sealed artifact leaves what it wrote (:func:`write_models`, or ``shares``), so that a later
-step's read is no parse at all; its bytes are still read and checked against the seal every time.
-DVC's stages are processes of their own and share nothing.
+step's read is no parse at all. Every read is checked against the seal: by hashing the bytes, or, for a
+file in the run's scratch folder unchanged since this process wrote it, by the digest it recorded then
+(:func:`remembered_digest`). DVC's stages are processes of their own and share nothing.
 
 Everything written here gets the permissions a plain ``open()`` or
 ``mkdir()`` would give under the caller's umask (``tempfile`` would make it

@@ -42,7 +42,8 @@ def run_lines(rankings: Mapping[str, Sequence[tuple[str, float | None]]], tag: s
     look tied, and trec_eval or ir_measures would then order them by document id, not as ranked.
     """
     for query_id, ranking in rankings.items():
-        yield from _query_lines(query_id, _as_read(ranking), tag)
+        if ranking:
+            yield from _query_text(query_id, *_columns(_as_read(ranking)), tag).split("\n")[:-1]
 
 
 def _as_read(ranking: Sequence[tuple[str, float | None]]) -> Sequence[tuple[str, float]]:
@@ -57,15 +58,21 @@ def _as_read(ranking: Sequence[tuple[str, float | None]]) -> Sequence[tuple[str,
     return list(zip(map(str, map(_ID, ranking)), scores, strict=True))
 
 
-def _query_lines(query_id: str, ranking: Sequence[tuple[str, float]], tag: str) -> list[str]:
-    head = f"{query_id} Q0 "
-    return [f"{head}{passage_id} {rank} {score!r} {tag}" for rank, (passage_id, score) in enumerate(ranking, start=1)]
+def _columns(pairs: Sequence[tuple[str, float]]) -> tuple[list[str], list[float], np.ndarray]:
+    """The ids and scores of ``pairs`` (as :func:`_as_read` gives them), and the scores as a float64 array.
+
+    Columns by itemgetter: half the cost of ``zip(*pairs)``, which passes a thousand pairs as arguments.
+    """
+    import numpy as np  # here, not at the top: the score stage reads runs, and starts without numpy
+
+    ids, scores = list(map(_ID, pairs)), list(map(_SCORE, pairs))
+    return ids, scores, np.fromiter(scores, dtype=np.float64, count=len(scores))
 
 
 def _query_text(query_id: str, ids: list[str], scores: list[float], values: np.ndarray, tag: str) -> str:
-    """:func:`_query_lines` of a ranking given as columns (``values`` is ``scores`` as an array), as one text,
-    each line ending in LF: the middle of each line is joined in C, the query's head and the tag put between
-    lines once (a depth-1000 run is 300,000 lines)."""
+    """The lines of one query's ranking, given as :func:`_columns`, as one text, each line
+    ``query_id Q0 passage_id rank score tag`` ending in LF: the middle of each line is joined in C, the
+    query's head and the tag put between lines once (a depth-1000 run is 300,000 lines)."""
     head, tail = f"{query_id} Q0 ", f" {tag}\n"
     middles = map("".join, zip(ids, _ranks(len(ids)), score_texts(scores, values), strict=True))
     return f"{head}{(tail + head).join(middles)}{tail}"
@@ -83,7 +90,7 @@ def score_texts(scores: list[float], values: np.ndarray | None = None) -> Sequen
     """
     if not scores:
         return []
-    import numpy as np  # here, not at the top: the score stage reads runs, and starts without numpy
+    import numpy as np  # see _columns
     import orjson
 
     if values is None:
@@ -113,7 +120,7 @@ def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float
     parsed ones, without parsing 300,000 lines again. Ids must hold no whitespace (query ids, content ids
     and run tags do not), or the file would not have six columns.
     """
-    import numpy as np  # see score_texts
+    import numpy as np  # see _columns
 
     blocks: list[str] = []
     as_read: dict[str, tuple[tuple[str, float], ...]] = {}
@@ -122,9 +129,7 @@ def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float
         if ranking:
             pairs = _as_read(ranking)
             as_read[query_id] = tuple(pairs)
-            # Columns by itemgetter: half the cost of zip(*pairs), which passes a thousand pairs as arguments.
-            ids, scores = list(map(_ID, pairs)), list(map(_SCORE, pairs))
-            values = np.fromiter(scores, dtype=np.float64, count=len(scores))
+            ids, scores, values = _columns(pairs)
             sound = sound and len(set(ids)) == len(ids) and bool(np.isfinite(values).all()) \
                 and not bool((values[1:] > values[:-1]).any())
             blocks.append(_query_text(query_id, ids, scores, values, tag))

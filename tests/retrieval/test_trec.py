@@ -64,20 +64,32 @@ def test_a_run_without_scores_writes_minus_the_rank(tmp_path):
     assert [line.split(" ")[4] for line in path.read_text(encoding="utf-8").splitlines()] == ["-1.0", "-2.0"]
 
 
+def _reference_lines(rankings, tag):
+    """The run format written out plainly, one f-string a line: what the writers' joins must equal."""
+    return [f"{query_id} Q0 {passage_id} {rank} {float(-rank if score is None else score)!r} {tag}"
+            for query_id, ranking in rankings.items() for rank, (passage_id, score) in enumerate(ranking, start=1)]
+
+
 @pytest.mark.parametrize("depths", [(1,), (2, 1), (1000, 3, 2500), (7, 0, 1)])
-def test_the_stage_writes_the_lines_run_lines_describes(tmp_path, depths):
-    # write_run joins each query's lines in one pass, with a shared rank column: byte for byte run_lines' text,
-    # for every depth (a longer ranking after a shorter one, and back), scores of every kind, and a query with
-    # no result (no line).
+def test_the_stage_writes_the_lines_of_the_format(tmp_path, depths):
+    # write_run and run_lines join each query's lines in one pass, with a shared rank column: byte for byte
+    # the plain format, for every depth (a longer ranking after a shorter one, and back), scores of every
+    # kind, and a query with no result (no line).
     from groundkit.retrieval.trec import write_run as stage_write_run
 
     rng = random.Random(len(depths))
     kinds = [lambda: rng.random() * 30, lambda: 1e-300, lambda: 5e20, lambda: -0.0, lambda: 3.0, lambda: -7.25]
     rankings = {f"q{i}": [(f"c{j:04x}", rng.choice(kinds)()) for j in range(depth)] for i, depth in enumerate(depths)}
     stage_write_run(tmp_path / "run.trec", rankings, "bm25")
-    expected = "".join(f"{line}\n" for line in run_lines(rankings, "bm25"))
-    assert (tmp_path / "run.trec").read_text(encoding="utf-8") == expected
-    assert expected.count("\n") == sum(depths)
+    expected = _reference_lines(rankings, "bm25")
+    assert (tmp_path / "run.trec").read_text(encoding="utf-8") == "".join(f"{line}\n" for line in expected)
+    assert list(run_lines(rankings, "bm25")) == expected and len(expected) == sum(depths)
+
+
+def test_run_lines_writes_a_missing_score_as_minus_the_rank_and_any_number_as_a_float():
+    rankings = {"q1": [("a", None), ("b", None)], "q2": [("c", 3), ("d", 2.5)]}
+    assert list(run_lines(rankings, "external")) == _reference_lines(rankings, "external") == [
+        "q1 Q0 a 1 -1.0 external", "q1 Q0 b 2 -2.0 external", "q2 Q0 c 1 3.0 external", "q2 Q0 d 2 2.5 external"]
 
 
 def _score_samples() -> list[tuple[str, list[float]]]:

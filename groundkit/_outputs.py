@@ -229,15 +229,43 @@ def _commit(scratch: Path, out: Path, existed: bool, artifacts: Sequence[str], c
             else:
                 entry.unlink()
         atomic_write_text(scratch / MARKER, marker)
-        os.rename(scratch, out)
+        try:
+            os.rename(scratch, out)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            raise OutputError(out, f"was created by another command while this `groundkit {command}` ran (two "
+                              "commands writing one --out at once); nothing of this run was written into it",
+                              fix="run again (--force replaces what the other command wrote), or choose another "
+                              "--out") from None
         (out / SCRATCH_MARKER).unlink()
         return
-    atomic_write_text(out / MARKER, marker)
-    # Old artifacts go into the scratch folder, which is removed afterwards: a rename each, on one file system.
-    retired = scratch / ".retired"
-    retired.mkdir()
-    for name in artifacts:
-        target = out / name
-        if target.exists() or target.is_symlink():
-            os.replace(target, retired / name)
-        os.replace(scratch / name, target)
+    with _locked(out):
+        atomic_write_text(out / MARKER, marker)
+        # Old artifacts go into the scratch folder, which is removed afterwards: a rename each, on one file system.
+        retired = scratch / ".retired"
+        retired.mkdir()
+        for name in artifacts:
+            target = out / name
+            if target.exists() or target.is_symlink():
+                os.replace(target, retired / name)
+            os.replace(scratch / name, target)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` itself for the block.
+
+    Replacing a folder's artifacts is a rename each: two commands doing it at once (two ``--force`` runs
+    into one --out) would leave a mix, metrics of one run beside the run file of the other, each sealed and
+    valid. Under the lock one command's renames all come before the other's, so the folder holds the whole
+    of whichever finished last. The lock goes with the open descriptor, so a killed command never leaves it.
+    """
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -407,3 +407,52 @@ def test_an_os_error_is_one_message_with_both_paths(capsys):
 
     assert guarded(main, []) == 1
     assert capsys.readouterr().err == f"error: /a/b -> /c/d: {os.strerror(errno.EXDEV)}\n"
+
+
+ARTIFACT_NAMES = ["metrics.json", "run.trec", "per_query.csv", "report.html", "run.json"]
+
+
+def _commit_in_thread(out: Path, label: str, ready, errors: list) -> None:
+    from groundkit._outputs import output_folder
+
+    try:
+        with output_folder(out, command="run", artifacts=ARTIFACT_NAMES, inputs={}, force=True) as work:
+            for name in ARTIFACT_NAMES:
+                (work / name).write_text(label, encoding="utf-8")
+            ready.wait()  # both commands publish at once
+    except Exception as exc:  # pragma: no cover - told by the assertion below
+        errors.append(exc)
+
+
+@pytest.mark.parametrize("existed", [True, False])
+def test_two_commands_publishing_into_one_out_at_once_leave_one_whole_result(tmp_path, monkeypatch, existed):
+    """Two --force runs into one --out must not leave the metrics of one beside the run file of the other."""
+    import threading
+
+    from groundkit import _outputs
+
+    out = tmp_path / "out"
+    if existed:
+        _commit_in_thread(out, "earlier", threading.Barrier(1), [])
+    real_replace = os.replace
+
+    def slow_replace(source, target):  # widens the window in which the two publications could interleave
+        time.sleep(0.01)
+        real_replace(source, target)
+
+    monkeypatch.setattr(_outputs.os, "replace", slow_replace)
+    ready, errors = threading.Barrier(2), []
+    threads = [threading.Thread(target=_commit_in_thread, args=(out, label, ready, errors)) for label in "AB"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    contents = {(out / name).read_text(encoding="utf-8") for name in ARTIFACT_NAMES}
+    assert len(contents) == 1 and contents <= {"A", "B"}, contents
+    assert [p.name for p in out.iterdir() if p.name.startswith(".groundkit-run-")] == []  # no scratch left
+    if existed:
+        assert errors == []
+    else:  # the folder did not exist: the second to publish finds it made by the first, and says so
+        assert len(errors) == 1 and isinstance(errors[0], OutputError)
+        assert "was created by another command while this `groundkit run` ran" in str(errors[0])
+        assert "--force replaces what the other command wrote" in str(errors[0])

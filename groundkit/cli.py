@@ -12,11 +12,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from groundkit._guard import guarded
-from groundkit.scoring.measures import BUDGET_RECALL, CHARS, NDCG, RECALL
 
-# --metric defaults, named by the measure registry: the verdict of compare, and the columns of sweep-plot.
-COMPARE_GATE = [NDCG.label(10)]
-SWEEP_METRICS = [RECALL.label(1), RECALL.label(10), NDCG.label(10), CHARS.label(10), BUDGET_RECALL.label(1000)]
+
+def _compare_gate() -> list[str]:
+    """compare's --metric default, named by the measure registry: what the verdict judges by."""
+    from groundkit.scoring.measures import NDCG
+
+    return [NDCG.label(10)]
+
+
+def _sweep_metrics() -> list[str]:
+    """sweep-plot's --metric default: the columns of its table."""
+    from groundkit.scoring.measures import BUDGET_RECALL, CHARS, NDCG, RECALL
+
+    return [RECALL.label(1), RECALL.label(10), NDCG.label(10), CHARS.label(10), BUDGET_RECALL.label(1000)]
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -342,7 +351,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                                "dvc queue start")
     else:
         candidates = [read_side(spec, cwd=cwd, metrics_dir=args.metrics_dir) for spec in args.candidates]
-    gate = _names(args.metric) or COMPARE_GATE
+    gate = _names(args.metric) or _compare_gate()
     options = {"gate": gate, "alpha": alpha, "max_drop": max_drop, "allow_corpus_change": args.allow_corpus_change,
                "correction": correction}
     if len(candidates) == 1:
@@ -388,7 +397,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     check_file(Path(args.out), command="report", what="a groundkit report", force=args.force, recognise=is_report,
                inputs={})
     page = report(args.run, args.baseline, cwd=Path.cwd(), metrics_dir=args.metrics_dir,
-                  gate=_names(args.metric) or COMPARE_GATE, alpha=check_alpha(alpha),
+                  gate=_names(args.metric) or _compare_gate(), alpha=check_alpha(alpha),
                   allow_corpus_change=args.allow_corpus_change, top_k=int(args.top_k))
     atomic_write_text(Path(args.out), page)
     print(f"report written to {args.out} ({len(page.encode('utf-8')) / 1024:.0f} KiB)")
@@ -411,7 +420,7 @@ def _cmd_sweep_plot(args: argparse.Namespace) -> int:
     check_file(Path(args.out), command="sweep-plot", what="a sweep table", inputs={}, force=args.force,
                recognise=is_sweep_table)
     params = _names(args.param) or ["chunk.size", "chunk.overlap"]
-    metrics = _names(args.metric) or SWEEP_METRICS
+    metrics = _names(args.metric) or _sweep_metrics()
     table, left_out = sweep_table(Path.cwd(), params, Path(args.out), metrics)
     print(table, end="")
     if left_out:
@@ -421,6 +430,33 @@ def _cmd_sweep_plot(args: argparse.Namespace) -> int:
             print(f"  {name}: {reason}", file=sys.stderr)
     print(f"\nwritten to {args.out}; draw it with:\n  dvc plots show {args.out} -x {plot_column(params[0])} "
           f"-y {metrics[-1]} --template scatter", file=sys.stderr)
+    return 0
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from groundkit import __version__
+    from groundkit.pipeline.adopt import RECORD, Request, init, next_steps, summary_lines
+
+    root = Path.cwd()
+    fresh = not (root / RECORD).exists()
+    request = Request(corpus=args.corpus, judgments=args.judgments, code=tuple(args.code), force=args.force,
+                      upgrade=args.upgrade)
+    outcome = init(root, request, __version__)
+    print(f"groundkit init: groundkit {__version__} in {root.resolve()}")
+    for line in summary_lines(outcome):
+        print(line)
+    if outcome.refused:
+        from groundkit.errors import RepositoryError
+
+        listed = ", ".join(outcome.refused)
+        raise RepositoryError(listed, "edited since groundkit wrote it, so --upgrade left it as it is, and the "
+                              "stages still name the version it was rendered for",
+                              fix=f"move your edits elsewhere, delete {listed}, and run groundkit init --upgrade again")
+    print("next:")
+    for step in next_steps(outcome, request, fresh):
+        print(f"  {step}")
     return 0
 
 
@@ -594,7 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "(Benjamini-Hochberg) or none")
     cmp.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
                      help="metrics the verdict and --fail-on-regression look at "
-                     f"(default {', '.join(COMPARE_GATE)})")
+                     f"(default {', '.join(_compare_gate())})")
     # Numbers are checked by compare itself, so a bad one gets the same one-line error as any input.
     cmp.add_argument("--alpha", default="0.05", help="significance level, between 0 and 1 (default 0.05)")
     cmp.add_argument("--max-drop", default="0",
@@ -620,7 +656,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", required=True, help="the HTML file to write")
     rep.add_argument("--force", action="store_true", help="replace a report written earlier at --out")
     rep.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
-                     help=f"metrics of the verdict, as in compare (default {', '.join(COMPARE_GATE)})")
+                     help=f"metrics of the verdict, as in compare (default {', '.join(_compare_gate())})")
     rep.add_argument("--alpha", default="0.05", help="significance level, between 0 and 1 (default 0.05)")
     rep.add_argument("--top-k", default="10", help="passages shown per query and run (default 10)")
     rep.add_argument("--allow-corpus-change", action="store_true",
@@ -633,10 +669,31 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--param", action="append", default=[], metavar="KEY[,KEY]",
                        help="params.yaml keys to tabulate, the first is the x axis (default chunk.size,chunk.overlap)")
     sweep.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
-                       help=f"answerable metrics to tabulate (default {', '.join(SWEEP_METRICS)})")
+                       help=f"answerable metrics to tabulate (default {', '.join(_sweep_metrics())})")
     sweep.add_argument("--out", default="build/sweep.csv", help="CSV to write (default build/sweep.csv)")
     sweep.add_argument("--force", action="store_true", help="replace the table of an earlier sweep-plot at --out")
     sweep.set_defaults(handler=_cmd_sweep_plot)
+
+    init = commands.add_parser(
+        "init", help="set up groundkit's DVC pipeline in this git repository (dvc.yaml, params.yaml, PR check)",
+        description="Run at the root of your git repository. Writes dvc.yaml (every stage runs the installed "
+        "groundkit), params.yaml (today's defaults, pointing at --corpus and --judgments), the pull-request "
+        "workflow and its script, and ignore lines for the build outputs; runs `dvc init` if needed. It never "
+        "overwrites a file it did not write: .groundkit.json records what it wrote.")
+    init.add_argument("--corpus", help="the folder of documents, inside the repository (required the first time)")
+    init.add_argument("--judgments", help="the judgments JSONL file, inside the repository (required the first time)")
+    init.add_argument("--code", action="append", default=[], metavar="PATH",
+                      help="a file or folder of your own code a python: retriever imports; the retrieve stage "
+                      "depends on it (the retriever params.yaml names is found by itself; repeatable)")
+    init.add_argument("--force", action="store_true",
+                      help="rewrite the files groundkit wrote that nobody has changed since (never any other)")
+    init.add_argument("--upgrade", action="store_true",
+                      help="render dvc.yaml, the workflow and its script again for the installed groundkit")
+    init.set_defaults(handler=_cmd_init)
+
+    stage = commands.add_parser(
+        "stage", help="run one pipeline stage as dvc.yaml calls it (written by groundkit init)", add_help=False)
+    stage.set_defaults(handler=None)
 
     beir = commands.add_parser("import-beir", help="turn a BEIR dataset into a corpus folder and judgments")
     beir.add_argument("dataset", help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/)")
@@ -675,7 +732,16 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``groundkit`` console script."""
-    return guarded(_main, argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["stage"]:
+        # A DVC stage: start the way stages/stage.py does, without the rest of the command line's parser.
+        import os
+
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: see stages/stage.py
+        from groundkit.pipeline.entry import main as stage_main
+
+        return guarded(lambda rest: stage_main(rest, installed=True), args[1:])
+    return guarded(_main, args)
 
 
 if __name__ == "__main__":

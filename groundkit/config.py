@@ -28,8 +28,8 @@ class _Section(StrictRecord):
     """A section of params.yaml: unknown keys refused, and nothing converted (``size: "400"`` is an error)."""
 
 
-def _quotable_path(value: str, key: str) -> str:
-    """Refuse what dvc.yaml's single-quoted command lines cannot carry verbatim.
+def check_path_param(value: str, key: str = "the params key") -> tuple[str, str] | None:
+    """What dvc.yaml's single-quoted command lines cannot carry verbatim in ``value``: (problem, fix), or None.
 
     Inside single quotes a POSIX shell expands nothing, so spaces, ``$`` and backquotes are safe;
     a single quote cannot be escaped there, and a control character is never part of a real path.
@@ -42,8 +42,16 @@ def _quotable_path(value: str, key: str) -> str:
             problem = f"holds the control character U+{ord(char):04X}, which no path should contain"
         else:
             continue
-        raise FixableValueError(problem, f"rename or move the file or folder so that its path holds no single quote "
-                                     f"or control character, and point {key} at the new path")
+        return problem, (f"rename or move the file or folder so that its path holds no single quote or control "
+                         f"character, and point {key} at the new path")
+    return None
+
+
+def _quotable_path(value: str, key: str) -> str:
+    """Refuse what dvc.yaml's single-quoted command lines cannot carry verbatim (:func:`check_path_param`)."""
+    found = check_path_param(value, key)
+    if found is not None:
+        raise FixableValueError(*found)
     return value
 
 

@@ -17,7 +17,8 @@ and exits non-zero; tracebacks are shown only with ``--debug``.
     │   ├── OutputError       an --out that is an input, or holds files groundkit did not write
     │   ├── CompareError      a side of `groundkit compare` cannot be read, or the sides do not match
     │   ├── SweepError        the experiments of `groundkit sweep-plot` cannot be tabulated
-    │   └── ReviewError       a review sheet of `groundkit pool` that a reviewer edited
+    │   ├── ReviewError       a review sheet of `groundkit pool` that a reviewer edited
+    │   └── RepositoryError   a repository groundkit init sets up, or whose dvc.yaml a stage runs from
     ├── DependencyError       an optional extra (e.g. dense) is not installed
     └── MeasureError          a metric name no registered measure writes
 
@@ -136,6 +137,10 @@ class SweepError(InputError):
 
 class ReviewError(InputError):
     """A review sheet (review.csv of ``groundkit pool``) has lost its columns or holds an unknown mark."""
+
+
+class RepositoryError(InputError):
+    """The repository ``groundkit init`` works in, or that a stage runs in, cannot be set up or run as it is."""
 
 
 class JSONLineError(ValueError):

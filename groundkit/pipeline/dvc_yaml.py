@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,10 +70,52 @@ plots:
       y_label: nDCG@10
 """
 
+INSTALLED_HEADER = """\
+# The groundkit evaluation pipeline, written by `groundkit init` for groundkit {version}. Every stage runs
+# the installed groundkit (`groundkit stage NAME`), which refuses to run when it is another version:
+# after upgrading groundkit, run `groundkit init --upgrade` to render this file again (every stage then
+# re-runs, and dvc.lock records the version that produced the results). Settings belong in params.yaml;
+# `groundkit init --upgrade` refuses to replace this file once it has been edited.
+# Every path a stage reads or writes is named here and passed on its command line, single-quoted where
+# it comes from params.yaml, so the shell hands it over as written.
+"""
+
 _WIDTH = 100
 
 
-def code_deps(stage: Stage, root: Path = ROOT) -> list[str]:
+@dataclass(frozen=True)
+class Layout:
+    """Where a rendering of dvc.yaml has its stages find groundkit.
+
+    Attributes:
+        version: None for groundkit's own repository, whose stages run ``python stages/stage.py`` from the
+            tree they lie in and depend on its code folders; else the installed groundkit's version, for a
+            repository set up by ``groundkit init``, whose stages run ``groundkit stage`` and depend on no
+            groundkit file (the version on their command line stands for the code).
+        code: The repository's own code (a ``python:`` retriever's files or folders) that the stages
+            importing it depend on (installed layout only).
+    """
+
+    version: str | None = None
+    code: tuple[str, ...] = ()
+
+    @property
+    def installed(self) -> bool:
+        return self.version is not None
+
+    def entry(self, stage: Stage) -> str:
+        """The start of the stage's command line, up to and including the options that say where groundkit is."""
+        if not self.installed:
+            return f"python {ENTRY} {stage.name}"
+        code = "".join(f" --code '{path}'" for path in self.code) if stage.code else ""
+        return f"groundkit stage {stage.name} --groundkit-version {self.version}{code}"
+
+
+OWN = Layout()
+"""groundkit's own repository."""
+
+
+def code_deps(stage: Stage, root: Path = ROOT, layout: Layout = OWN) -> list[str]:
     """The top-level folders holding the source files a stage runs (``groundkit``, ``stages``), sorted.
 
     The files are the entry point's import closure plus its step module's: the entry point imports
@@ -81,7 +125,11 @@ def code_deps(stage: Stage, root: Path = ROOT) -> list[str]:
     largest part of a `dvc repro` (1.7 s of 8 on the golden corpus, benchmarks/bench_pipeline.py).
     A folder covers every file of the closure, so no code change can leave a stage stale; the price
     is that any change to groundkit's code re-runs every stage.
+
+    In the installed layout, the only code a stage depends on is the repository's own that it imports.
     """
+    if layout.installed:
+        return list(layout.code) if stage.code == "imports" else []
     closure = import_closure(root, scripts=[ENTRY], modules=[stage.step])
     return sorted({path.split("/", 1)[0] for path in closure})
 
@@ -90,9 +138,9 @@ def _value(source: Artifact | ParamPath) -> str:
     return f"'{source.template}'" if isinstance(source, ParamPath) else source.path
 
 
-def command(stage: Stage) -> str:
+def command(stage: Stage, layout: Layout = OWN) -> str:
     """The stage's command line, as DVC sees it before it fills in ``${...}``."""
-    words = [f"python {ENTRY} {stage.name} --params params.yaml"]
+    words = [f"{layout.entry(stage)} --params params.yaml"]
     for port in (*stage.inputs, *stage.outputs):
         if isinstance(port, Output):
             words.append(f"{port.option} {port.artifact.path}")
@@ -105,18 +153,19 @@ def command(stage: Stage) -> str:
 def _data_deps(stage: Stage) -> list[str]:
     deps: list[str] = []
     for port in stage.inputs:
+        if not port.dvc:
+            continue
         source = port.source
         deps += [source.template] if isinstance(source, ParamPath) else list(source.files)
     return deps
 
 
-def stage_document(stage: Stage, root: Path = ROOT) -> dict[str, Any]:
+def stage_document(stage: Stage, root: Path = ROOT, layout: Layout = OWN) -> dict[str, Any]:
     """The stage as DVC reads it from dvc.yaml (what ``yaml.safe_load`` gives for it)."""
-    document: dict[str, Any] = {
-        "desc": stage.about,
-        "cmd": command(stage),
-        "deps": [*code_deps(stage, root), *_data_deps(stage)],
-    }
+    document: dict[str, Any] = {"desc": stage.about, "cmd": command(stage, layout)}
+    deps = [*code_deps(stage, root, layout), *_data_deps(stage)]
+    if deps:
+        document["deps"] = deps
     if stage.params:
         document["params"] = list(stage.params)
     for kind in ("outs", "metrics", "plots"):
@@ -148,15 +197,16 @@ def _comment(text: str, indent: str) -> list[str]:
     return [f"{indent}# {line}" for line in text.splitlines()]
 
 
-def _stage_text(stage: Stage, root: Path) -> list[str]:
-    document = stage_document(stage, root)
+def _stage_text(stage: Stage, root: Path, layout: Layout) -> list[str]:
+    document = stage_document(stage, root, layout)
     lines = _comment(stage.note, "  ") if stage.note else []
     lines += [f"  {stage.name}:", f"    desc: {document['desc']}", "    cmd: >-", *_fold(document["cmd"], "      ")]
-    lines.append("    deps:")
+    if "deps" in document:
+        lines.append("    deps:")
     why = {port.source: port.why for port in stage.inputs if port.why}
     data = {source.template if isinstance(source, ParamPath) else source.path: reason
             for source, reason in why.items()}
-    for dep in document["deps"]:
+    for dep in document.get("deps", []):
         if dep in data:
             lines += _comment(data[dep], "      ")
         lines.append(f"      - {dep}")
@@ -177,10 +227,16 @@ def _stage_text(stage: Stage, root: Path) -> list[str]:
     return lines
 
 
-def render(root: Path = ROOT) -> str:
-    """The text of dvc.yaml for the stage table and the sources under ``root``."""
-    body = "\n\n".join("\n".join(_stage_text(stage, root)) for stage in STAGES)
-    return f"{HEADER}stages:\n{body}\n\n{TOP_PLOTS}"
+def render(root: Path = ROOT, layout: Layout = OWN) -> str:
+    """The text of dvc.yaml for the stage table: groundkit's own (the sources under ``root``), or ``layout``'s."""
+    body = "\n\n".join("\n".join(_stage_text(stage, root, layout)) for stage in STAGES)
+    header = INSTALLED_HEADER.format(version=layout.version) if layout.installed else HEADER
+    return f"{header}stages:\n{body}\n\n{TOP_PLOTS}"
+
+
+def installed(version: str, code: Sequence[str] = ()) -> Layout:
+    """The layout of a repository set up by ``groundkit init`` for groundkit ``version``."""
+    return Layout(version=version, code=tuple(code))
 
 
 def main(argv: list[str] | None = None) -> int:

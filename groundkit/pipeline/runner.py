@@ -64,7 +64,7 @@ def run(
         # depth-1000 run's 300,000 ranked pairs cost it 0.07 s.
         summary: dict[str, object] = {}
         with fewer_collections(), sharing():
-            for stage in STAGES:
+            for stage in (stage for stage in STAGES if stage.in_process):
                 result = importlib.import_module(stage.step).run(**stage.arguments(paths, params))
                 if stage.name == written_by(METRICS):
                     summary = result

@@ -13,7 +13,7 @@ This module imports nothing from groundkit at run time: every step module import
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
@@ -80,12 +80,14 @@ class Input:
         argument: The step's ``run`` parameter that receives the path. None with an option means
             the path is the value of a params key, which the entry point sets from the command line.
         why: Why a dependency-only input is there (a comment in dvc.yaml).
+        dvc: False for a path the stage is handed but DVC must not track (see the check-inputs stage).
     """
 
     source: Artifact | ParamPath
     option: str | None = None
     argument: str | None = None
     why: str | None = None
+    dvc: bool = True
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,11 @@ class Stage:
         step_params: ``run`` parameter -> the params section it receives ("" for the whole params).
         sets: Params keys repeated on the command line as ``--set KEY=${KEY}`` (see ``note``).
         note: Why the stage looks the way it does (a comment above it in dvc.yaml).
+        code: What the stage does with a repository's own code (a ``python:`` retriever) where groundkit is
+            installed (``groundkit init``): ``imports`` it (dvc.yaml lists the code as dependencies and on the
+            command line, and the stage refuses a module of the repository it does not cover), ``checks``
+            that it is there (on the command line only), or None.
+        in_process: False for a stage only DVC runs; ``groundkit run`` skips it.
     """
 
     name: str
@@ -123,17 +130,17 @@ class Stage:
     step_params: Mapping[str, str] = field(default_factory=dict)
     sets: tuple[str, ...] = ()
     note: str | None = None
-
-    @property
-    def step_file(self) -> str:
-        """Repository-relative path of the step module."""
-        return f"{self.step.replace('.', '/')}.py"
+    code: Literal["imports", "checks"] | None = None
+    in_process: bool = True
 
     def arguments(
-        self, paths: Mapping[Artifact | ParamPath, str | Path], params: Params
+        self, paths: Mapping[Artifact | ParamPath, str | Path], params: Params, code: Sequence[Path] = ()
     ) -> dict[str, object]:
-        """Keyword arguments for the step's ``run``: the paths it reads and writes, and its params sections."""
-        bound: dict[str, object] = {}
+        """Keyword arguments for the step's ``run``: the paths it reads and writes, and its params sections.
+
+        ``code`` is the repository's own code a stage that ``checks`` it is handed (see :attr:`code`).
+        """
+        bound: dict[str, object] = {"code": list(code)} if self.code == "checks" else {}
         for port in (*self.inputs, *self.outputs):
             if isinstance(port, Output):
                 bound[port.argument] = Path(paths[port.artifact])
@@ -153,6 +160,7 @@ CORPUS_ROOT = ParamPath("corpus.root")
 JUDGMENTS = ParamPath("corpus.judgments")
 EXTERNAL_RUN = ParamPath("retrieve.run")
 
+INPUTS = Artifact("build/inputs.json", "the input paths found in this copy of the repository", cache=False)
 VALIDATION = Artifact("build/validation.json", "the judgments' counts and the input hashes")
 AUDIT = Artifact("build/audit.json", "the corpus audit (JSON)")
 DOCUMENTS = Artifact("build/documents.jsonl", "the corpus snapshot", sealed=True)
@@ -182,10 +190,27 @@ _STEPS = "groundkit.pipeline.steps"
 
 STAGES: tuple[Stage, ...] = (
     Stage(
+        name="check-inputs",
+        about="check that the input paths params.yaml names are in this copy of the repository",
+        step=f"{_STEPS}.check_inputs",
+        inputs=(Input(CORPUS_ROOT, "--corpus", "corpus_root", dvc=False),
+                Input(JUDGMENTS, "--judgments", "judgments", dvc=False),
+                Input(EXTERNAL_RUN, "--run", "run_file", dvc=False)),
+        outputs=(Output(INPUTS, "--out", "out_inputs"),),
+        params=("corpus", "retrieve.run"),
+        code="checks",
+        in_process=False,
+        note="A queued or --temp experiment runs in a copy of the repository holding only what git\n"
+             "commits and DVC tracks. This stage declares its paths as params, not deps, and keeps\n"
+             "its output out of DVC's cache and out of git, so that it runs first in every such\n"
+             "copy and names a missing input before DVC fails on it with a bare [Errno 2].",
+    ),
+    Stage(
         name="validate-judgments",
         about="check the judgments, audit them against the corpus, record the input hashes",
         step=f"{_STEPS}.validate_judgments",
-        inputs=(Input(JUDGMENTS, "--judgments", "judgments"), Input(CORPUS_ROOT, "--corpus", "corpus_root")),
+        inputs=(Input(JUDGMENTS, "--judgments", "judgments"), Input(CORPUS_ROOT, "--corpus", "corpus_root"),
+                Input(INPUTS, why="runs once check-inputs has found every input")),
         outputs=(Output(VALIDATION, "--out", "out_validation"), Output(AUDIT, "--audit-out", "out_audit")),
         params=("corpus", "audit", "tokenize"),
         step_params={"params": "audit", "tokenizer": "tokenize"},
@@ -247,6 +272,7 @@ STAGES: tuple[Stage, ...] = (
         outputs=(Output(RUN, "--out", "out_run"), Output(PASSAGES, "--passages-out", "out_passages")),
         params=("retrieve", "dense", "hybrid"),
         step_params={"params": ""},
+        code="imports",
         note="retrieve.run is read only when retrieve.retriever is external, but DVC\n"
              "cannot make a dependency conditional, so params.yaml points it at the\n"
              "committed example run. A python: retriever's own module is not a\n"
@@ -294,6 +320,7 @@ def written_by(artifact: Artifact) -> str:
 
 
 ARTIFACTS: tuple[str, ...] = tuple(
-    PurePosixPath(path).name for stage in STAGES for out in stage.outputs for path in out.artifact.files
+    PurePosixPath(path).name for stage in STAGES if stage.in_process
+    for out in stage.outputs for path in out.artifact.files
 )
 """The names of everything an evaluation writes, seals included, as the runner's output folder holds them."""

@@ -274,9 +274,10 @@ STAGES: tuple[Stage, ...] = (
         step_params={"params": ""},
         code="imports",
         note="retrieve.run is read only when retrieve.retriever is external, but DVC\n"
-             "cannot make a dependency conditional, so params.yaml points it at the\n"
-             "committed example run. A python: retriever's own module is not a\n"
-             "dependency DVC knows of: use `dvc repro -f -s retrieve` after editing it.",
+             "cannot make a dependency conditional, so params.yaml points it at an\n"
+             "existing file. A python: retriever's module is a dependency where\n"
+             "groundkit init wrote this file (`--code`); in groundkit's own repository\n"
+             "it is not: use `dvc repro -f -s retrieve` after editing it.",
     ),
     Stage(
         name="score",

@@ -31,6 +31,7 @@ from groundkit.errors import (
 )
 
 if _typing.TYPE_CHECKING:
+    from groundkit.api import Results, compare_runs, evaluate, load_results, score_file
     from groundkit.config import Params, load_params
     from groundkit.corpus.beir import import_beir
     from groundkit.corpus.documents import load_corpus
@@ -39,8 +40,7 @@ if _typing.TYPE_CHECKING:
     from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan, resolve_judgments
     from groundkit.pipeline.runner import run
     from groundkit.reports.compare import Comparison, compare, read_side
-    from groundkit.reports.notebook import Results, compare_runs, evaluate, load_results, score_file
-    from groundkit.retrieval.kinds import RETRIEVERS, Retriever
+    from groundkit.retrieval.kinds import Retriever, RetrieverKind
     from groundkit.scoring.measures import MEASURES, Measure
     from groundkit.scoring.schema import QueryResult, StageResult
     from groundkit.scoring.score import score_run
@@ -65,16 +65,16 @@ _LAZY = {
     "Comparison": "groundkit.reports.compare",
     "compare": "groundkit.reports.compare",
     "read_side": "groundkit.reports.compare",
-    "Results": "groundkit.reports.notebook",
-    "compare_runs": "groundkit.reports.notebook",
-    "evaluate": "groundkit.reports.notebook",
-    "load_results": "groundkit.reports.notebook",
-    "score_file": "groundkit.reports.notebook",
+    "Results": "groundkit.api",
+    "compare_runs": "groundkit.api",
+    "evaluate": "groundkit.api",
+    "load_results": "groundkit.api",
+    "score_file": "groundkit.api",
     "Passage": "groundkit.corpus.passage",
     "Excerpt": "groundkit.corpus.passage",
     "MEASURES": "groundkit.scoring.measures",
     "Measure": "groundkit.scoring.measures",
-    "RETRIEVERS": "groundkit.retrieval.kinds",
+    "RetrieverKind": "groundkit.retrieval.kinds",
     "Retriever": "groundkit.retrieval.kinds",
     "score_run": "groundkit.scoring.score",
     "StageResult": "groundkit.scoring.schema",
@@ -84,7 +84,6 @@ _LAZY = {
 # Sorted as ruff sorts it; groundkit/errors.py draws the exception tree.
 __all__ = [
     "MEASURES",
-    "RETRIEVERS",
     "ArtifactError",
     "Category",
     "Chunk",
@@ -112,6 +111,7 @@ __all__ = [
     "Results",
     "Retriever",
     "RetrieverError",
+    "RetrieverKind",
     "RunFileError",
     "SpanError",
     "StageResult",

@@ -733,14 +733,15 @@ def _main(argv: Sequence[str] | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``groundkit`` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["stage"]:
+    if [a for a in args if a != "--debug"][:1] == ["stage"]:
         # A DVC stage: start the way stages/stage.py does, without the rest of the command line's parser.
         import os
 
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: see stages/stage.py
         from groundkit.pipeline.entry import main as stage_main
 
-        return guarded(lambda rest: stage_main(rest, installed=True), args[1:])
+        args.remove("stage")
+        return guarded(lambda rest: stage_main(rest, installed=True), args)
     return guarded(_main, args)
 
 

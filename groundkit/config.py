@@ -21,7 +21,7 @@ from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_
 from groundkit._models import StrictRecord
 from groundkit._validation import describe
 from groundkit.errors import DuplicateKeyError, FixableValueError, ParamsError
-from groundkit.retrieval.kinds import SECTIONS, kind_of
+from groundkit.retrieval.kinds import SECTIONS, Need, RetrieverKind, parse
 
 
 class _Section(StrictRecord):
@@ -155,7 +155,8 @@ class RetrieveParams(_Section):
             the whole collection for every query, with a run file to match.
         retriever: ``bm25`` (the baseline), ``dense``, ``hybrid`` (reciprocal rank fusion of the
             two), ``external`` (read the ranked passages in ``run`` instead of retrieving), or
-            ``python:MODULE:FACTORY`` for a retriever of your own (see groundkit/retrieval/registry.py).
+            ``python:MODULE:FACTORY`` for a retriever of your own (see groundkit/retrieval/kinds.py).
+            Parsed once, on validation: :attr:`kind` is the object everything else asks.
         run: The external run file (JSONL) read when ``retriever`` is ``external``.
         options: Free-form parameters handed to a ``python:`` retriever's factory.
     """
@@ -165,10 +166,12 @@ class RetrieveParams(_Section):
     run: str = ""
     options: dict[str, Any] = Field(default_factory=dict)
 
+    _kind: RetrieverKind = PrivateAttr()
+
     @field_validator("retriever")
     @classmethod
     def _known_retriever(cls, value: str) -> str:
-        kind_of(value)  # the registry's message lists the kinds
+        parse(value)  # the message lists the kinds
         return value
 
     @field_validator("depth")
@@ -185,15 +188,22 @@ class RetrieveParams(_Section):
         return _quotable_path(value, "retrieve.run")
 
     @model_validator(mode="after")
-    def _run_for_a_reader(self) -> RetrieveParams:
-        if not kind_of(self.retriever).searches and not self.run:
+    def _parsed(self) -> RetrieveParams:
+        self._kind = parse(self.retriever)
+        if Need.RUN_FILE in self._kind.needs and not self.run:
             raise ValueError(f"retriever {self.retriever!r} needs retrieve.run, the path of the run file (JSONL)")
         return self
 
     @property
-    def needs_embeddings(self) -> bool:
-        """Whether the embed stage must compute chunk embeddings."""
-        return kind_of(self.retriever).needs_embeddings
+    def kind(self) -> RetrieverKind:
+        """The kind ``retriever`` names, parsed once."""
+        return self._kind
+
+    def with_kind(self, kind: RetrieverKind) -> RetrieveParams:
+        """These params retrieving with ``kind`` (an object the notebook API was handed, say), written as its spec."""
+        changed = self.model_copy(update={"retriever": kind.spec})
+        changed._kind = kind
+        return changed
 
 
 class DenseParams(_Section):
@@ -347,6 +357,10 @@ class Params(_Section):
         """The params file these values were read from, or ``NO_FILE``."""
         return self._source
 
+    def retrieving(self, kind: RetrieverKind) -> Params:
+        """These params, retrieving with ``kind`` instead of the one ``retrieve.retriever`` names."""
+        return self.model_copy(update={"retrieve": self.retrieve.with_kind(kind)})
+
     def result_params(self) -> dict[str, Any]:
         """The parameters that shape the numbers (not where the inputs live), for RunMetadata.
 
@@ -354,9 +368,9 @@ class Params(_Section):
         parameters; the path of an external run is left out (it may be absolute, and says nothing
         about its content).
         """
-        kind = kind_of(self.retrieve.retriever)
+        kind = self.retrieve.kind
         # Where the work ran is not what was measured either: both engines give the same numbers.
-        exclude = {"corpus", "audit", "execution"} | (SECTIONS - set(kind.sections))
+        exclude = {"corpus", "audit", "execution"} | (set(SECTIONS) - set(kind.sections))
         data = self.model_dump(mode="json", exclude=exclude)
         # Where the external run lies is not what was measured (and may be an absolute path).
         del data["retrieve"]["run"]

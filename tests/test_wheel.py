@@ -27,7 +27,7 @@ import yaml
 from packaging.requirements import Requirement
 
 from groundkit import __version__
-from tests.dvc_helpers import REPO, run
+from tests.dvc_helpers import REPO
 
 pytestmark = pytest.mark.integration
 

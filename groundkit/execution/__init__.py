@@ -15,8 +15,8 @@ never imports it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from groundkit.retrieval.dense import Encoder
     from groundkit.retrieval.kinds import Ranking
 
-__all__ = ["Engine", "open_engine"]
+__all__ = ["Engine", "lazy_engine", "open_engine"]
 
 
 class Engine(Protocol):
@@ -59,3 +59,46 @@ def open_engine(execution: ExecutionParams) -> AbstractContextManager[Engine]:
     from groundkit.execution.local import LocalEngine
 
     return LocalEngine()
+
+
+class _Lazy:
+    """An engine opened on first use: a retriever that never hands work to the engine never connects to Ray."""
+
+    def __init__(self, execution: ExecutionParams) -> None:
+        self._execution = execution
+        self._stack: ExitStack | None = None
+        self._engine: Engine | None = None
+
+    def _opened(self) -> Engine:
+        if self._engine is None:
+            self._stack = ExitStack()
+            self._engine = self._stack.enter_context(open_engine(self._execution))
+        return self._engine
+
+    @property
+    def name(self) -> str:
+        return self._execution.engine
+
+    def write_index(self, records: Iterable[tuple[str, str, int, str]], directory: Path, bm25: BM25Params,
+                    tokenizer: TokenizeParams) -> IndexSummary:
+        return self._opened().write_index(records, directory, bm25, tokenizer)
+
+    def search(self, index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
+        return self._opened().search(index, queries, depth)
+
+    def embed(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
+        return self._opened().embed(encoder, texts)
+
+    def close(self) -> None:
+        if self._stack is not None:
+            self._stack.close()
+
+
+@contextmanager
+def lazy_engine(execution: ExecutionParams) -> Iterator[Engine]:
+    """The engine ``execution`` names, opened only when a step first hands it work, and closed on exit."""
+    engine = _Lazy(execution)
+    try:
+        yield engine
+    finally:
+        engine.close()

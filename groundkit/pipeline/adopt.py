@@ -30,6 +30,7 @@ from groundkit.artifacts import atomic_write_text
 from groundkit.config import check_path_param
 from groundkit.errors import RepositoryError
 from groundkit.pipeline import dvc_yaml
+from groundkit.retrieval.kinds import Python, parse
 
 RECORD = ".groundkit.json"
 """What ``groundkit init`` wrote, by path and SHA-256: how a second run tells its own files from the team's."""
@@ -285,9 +286,13 @@ def _retriever_code(root: Path) -> str | None:
         retriever = params["retrieve"]["retriever"]
     except (OSError, yaml.YAMLError, KeyError, TypeError):
         return None
-    if not isinstance(retriever, str) or not retriever.startswith("python:") or retriever.count(":") != 2:
+    try:
+        kind = parse(retriever) if isinstance(retriever, str) else None
+    except ValueError:
         return None
-    top = retriever.split(":")[1].split(".")[0]
+    if not isinstance(kind, Python):
+        return None
+    top = kind.module.split(".")[0]
     spec = importlib.machinery.PathFinder.find_spec(top, [str(root)]) if top.isidentifier() else None
     if spec is None:
         return None

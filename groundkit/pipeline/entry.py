@@ -25,6 +25,7 @@ from pathlib import Path
 
 from groundkit.errors import RepositoryError
 from groundkit.pipeline.stages import BY_NAME, STAGES, Artifact, Output, ParamPath
+from groundkit.retrieval.kinds import Python, RetrieverKind
 
 UPGRADE = "groundkit init --upgrade"
 """The command that renders dvc.yaml for the installed groundkit."""
@@ -75,7 +76,7 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
     code = _declared(args.code) if installed else None
     guards = code is not None and stage.code == "imports"
     if guards:
-        check_retriever_declared(params.retrieve.retriever, code)
+        check_retriever_declared(params.retrieve.kind, code)
     step = importlib.import_module(stage.step)
     with fewer_collections():
         result = step.run(**stage.arguments(given, params, code or ()))
@@ -125,14 +126,14 @@ def _undeclared_fix(file: Path, root: Path) -> str:
             "import it), commit dvc.yaml, and run again")
 
 
-def check_retriever_declared(retriever: str, declared: Sequence[Path]) -> None:
+def check_retriever_declared(kind: RetrieverKind, declared: Sequence[Path]) -> None:
     """Before any work: a ``python:`` retriever found in this repository must be a declared dependency.
 
     The module is located as the stage will import it (the working directory first) without running it.
     """
-    if not retriever.startswith("python:"):
+    if not isinstance(kind, Python):
         return
-    module = retriever.split(":")[1]
+    module, retriever = kind.module, kind.spec
     root = Path.cwd().resolve()
     spec = importlib.machinery.PathFinder.find_spec(module.split(".")[0], [str(root)])
     if spec is None:

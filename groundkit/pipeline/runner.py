@@ -27,7 +27,7 @@ from groundkit.pipeline.stages import (
     ParamPath,
     written_by,
 )
-from groundkit.retrieval.kinds import kind_of
+from groundkit.retrieval.kinds import Need
 
 __all__ = ["ARTIFACTS", "run"]
 
@@ -52,7 +52,7 @@ def run(
     corpus, judgments = Path(corpus), Path(judgments)
     sources: dict[str, str | Path | None] = {"the corpus folder": corpus, "the judgments file": judgments,
                                              **(inputs or {})}
-    if not kind_of(params.retrieve.retriever).searches:
+    if Need.RUN_FILE in params.retrieve.kind.needs:
         sources["the run file"] = params.retrieve.run
     with output_folder(out, command=command, artifacts=ARTIFACTS, inputs=sources, force=force) as work:
         # Every artifact under its own name in the scratch folder; the two inputs where the caller says.

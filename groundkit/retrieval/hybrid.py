@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groundkit.corpus.passage import Chunk
 from groundkit.retrieval.bm25 import BM25Index
 from groundkit.retrieval.dense import build as build_dense
-from groundkit.retrieval.kinds import Ranking, Retriever
+from groundkit.retrieval.kinds import Ranking, Retriever, RetrieverKind, Sources
+from groundkit.retrieval.searching import Searching
 
 if TYPE_CHECKING:
     from groundkit.config import Params
+    from groundkit.execution import Engine
 
 
 def reciprocal_rank_fusion(
@@ -45,7 +46,9 @@ class HybridRetriever:
         return reciprocal_rank_fusion(runs, self._order, self.rrf_k, depth)
 
 
-def build(params: Params, chunks: Sequence[Chunk], index_dir: Path, embeddings_dir: Path) -> Retriever:
-    """BM25 over the index and dense over the embeddings, fused with ``hybrid.rrf_k``."""
-    return HybridRetriever(chunks, BM25Index.load(index_dir), build_dense(params, chunks, index_dir, embeddings_dir),
-                           params.hybrid.rrf_k)
+def ranker(kind: RetrieverKind, sources: Sources, params: Params, engine: Engine) -> Searching:
+    """The ``hybrid`` kind: BM25 over the index and dense over the embeddings, fused with ``hybrid.rrf_k``."""
+    chunks = sources.chunks()
+    retriever = HybridRetriever(chunks, BM25Index.load(sources.index_dir),
+                                build_dense(params, chunks, sources.embeddings_dir), params.hybrid.rrf_k)
+    return Searching(retriever)

@@ -1,6 +1,6 @@
 """``python:MODULE:FACTORY`` retrievers: the user's own code, checked and ordered by groundkit.
 
-The contract is in groundkit/retrieval/registry.py. Whatever leaves the user's
+The contract is in groundkit/retrieval/kinds.py. Whatever leaves the user's
 code other than a return (an exception, or a ``sys.exit`` that would otherwise
 end ``groundkit run`` with status 0 and nothing written) becomes one
 RetrieverError naming the retriever and the step: the import, the factory, or a
@@ -24,10 +24,12 @@ import numpy as np
 
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import RetrieverError, Terminated
-from groundkit.retrieval.kinds import Ranking, Retriever
+from groundkit.retrieval.kinds import Python, PythonObject, Ranking, Retriever, Sources
+from groundkit.retrieval.searching import Searching
 
 if TYPE_CHECKING:
     from groundkit.config import Params
+    from groundkit.execution import Engine
 
 RetrieverFactory = Callable[[Sequence[Chunk], Mapping[str, Any]], Retriever]
 
@@ -83,9 +85,9 @@ def _user_code(spec: str, source: str, step: str, fix: str) -> Iterator[None]:
         raise RetrieverError(**_where(source), problem=f"retriever {spec!r}: {step} raised {raised}", fix=fix) from exc
 
 
-def load_factory(spec: str, source: str) -> RetrieverFactory:
-    """Import the factory named by ``python:MODULE:FACTORY``; errors name the params file ``source``."""
-    _, module_name, attribute = spec.split(":")
+def load_factory(kind: Python, source: str) -> RetrieverFactory:
+    """Import the factory ``python:MODULE:FACTORY`` names; errors name the params file ``source``."""
+    spec, module_name, attribute = kind.spec, kind.module, kind.factory
     added = str(Path.cwd())
     sys.path.insert(0, added)  # like `python -m`: a module next to params.yaml is found
     try:
@@ -142,7 +144,7 @@ class CheckedRetriever:
 
     def _fail(self, problem: str) -> NoReturn:
         raise RetrieverError(**_where(self.source), problem=f"retriever {self.spec!r}: {problem}",
-                             fix="see the contract in groundkit/retrieval/registry.py: search(query, depth) returns "
+                             fix="see the contract in groundkit/retrieval/kinds.py: search(query, depth) returns "
                                  "at most "
                                  "depth (chunk_id, score) pairs")
 
@@ -177,12 +179,21 @@ class CheckedRetriever:
         return [(chunk_id, seen[chunk_id]) for chunk_id in ordered]
 
 
-def build(params: Params, chunks: Sequence[Chunk], index_dir: Path, embeddings_dir: Path) -> Retriever:
-    """Import the factory ``retrieve.retriever`` names, call it once with the chunks and options, and check it."""
-    spec = params.retrieve.retriever
-    factory = load_factory(spec, params.source)
+def build(kind: Python, factory: RetrieverFactory, params: Params, chunks: Sequence[Chunk]) -> CheckedRetriever:
+    """Call the factory once with the chunks and ``retrieve.options``, and check what it made."""
     # A deep copy: the factory may edit its options in place, and run.json must record what the user wrote.
     options = copy.deepcopy(dict(params.retrieve.options))
-    with _user_code(spec, params.source, "the factory", fix="fix the factory; re-run with --debug for its traceback"):
+    with _user_code(kind.spec, params.source, "the factory",
+                    fix="fix the factory; re-run with --debug for its traceback"):
         built = factory(list(chunks), options)
-    return CheckedRetriever(spec, built, chunks, params.source)
+    return CheckedRetriever(kind.spec, built, chunks, params.source)
+
+
+def ranker(kind: Python, sources: Sources, params: Params, engine: Engine) -> Searching:
+    """The ``python:MODULE:FACTORY`` kind: the factory imported by name, called once, its retriever checked."""
+    return Searching(build(kind, load_factory(kind, params.source), params, sources.chunks()))
+
+
+def object_ranker(kind: PythonObject, sources: Sources, params: Params, engine: Engine) -> Searching:
+    """A retriever (or factory) handed over in Python: called as a ``python:`` factory is, with the same checks."""
+    return Searching(build(kind, kind.made, params, sources.chunks()))

@@ -1,7 +1,7 @@
 """TREC run and qrels files, the formats trec_eval and ir_measures read.
 
 Run: ``query_id Q0 passage_id rank score tag``, ranks 1..n per query in
-groundkit's order, the tag being the retriever kind's (see retrieval/registry.py).
+groundkit's order, the tag being the retriever kind's (see retrieval/kinds.py).
 A run that gave ranks and no scores (an external run) writes ``-rank`` in the
 score column: the column must hold a number, trec_eval and ir_measures order
 by it, and ``-rank`` orders exactly as the ranks do while no reader can take it

@@ -16,7 +16,8 @@ from tests.dvc_helpers import clone_working_tree, env, repro, run, tree_digest
 
 pytestmark = pytest.mark.integration
 
-ALL_STAGES = {"validate-judgments", "resolve-spans", "chunk", "index", "embed", "retrieve", "score", "report"}
+ALL_STAGES = {"check-inputs", "validate-judgments", "resolve-spans", "chunk", "index", "embed", "retrieve", "score",
+              "report"}
 
 
 @pytest.fixture(scope="module")

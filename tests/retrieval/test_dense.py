@@ -13,10 +13,11 @@ from groundkit.config import ChunkParams, DenseParams, load_params
 from groundkit.corpus.chunking import chunk_documents
 from groundkit.corpus.passage import Document
 from groundkit.errors import ArtifactError
+from groundkit.execution.local import LocalEngine
 from groundkit.retrieval.bm25 import BM25Index
 from groundkit.retrieval.dense import DenseRetriever, Encoder, load_embeddings, save_embeddings
 from groundkit.retrieval.hybrid import reciprocal_rank_fusion
-from groundkit.retrieval.registry import build_retriever
+from groundkit.retrieval.kinds import Sources
 from tests.conftest import REPO
 from tests.dvc_helpers import env
 
@@ -84,6 +85,12 @@ def test_dense_search_is_exact_cosine_and_never_abstains(encoder, chunks, tmp_pa
     best = chunks[by_id[ranking[0][0]]]
     assert "Incremental backups run hourly" in best.text
     assert len(dense.search("sourdough hydration ratio", 3)) == 3  # an out-of-corpus query still gets results
+
+
+def build_retriever(params, chunks, index_dir, embeddings_dir):
+    """The retriever the kind builds, as the retrieve step builds it."""
+    sources = Sources(chunks=lambda: list(chunks), documents=list, index_dir=index_dir, embeddings_dir=embeddings_dir)
+    return params.retrieve.kind.build(sources, params, LocalEngine()).retriever
 
 
 def test_hybrid_is_rrf_of_bm25_and_dense(encoder, chunks, tmp_path):

@@ -10,6 +10,7 @@ from groundkit.corpus.passage import Chunk
 from groundkit.execution import open_engine
 from groundkit.pipeline.stages import CHUNKS, written_by
 from groundkit.retrieval.embeddings_manifest import save_no_embeddings
+from groundkit.retrieval.kinds import Need
 
 if TYPE_CHECKING:
     from groundkit.config import Params
@@ -23,7 +24,7 @@ def run(chunks: Path, params: Params, out_embeddings: Path) -> dict[str, object]
     The second case never imports torch (nor ray), which is what keeps the default BM25 pipeline free of
     the dense extra.
     """
-    if not params.retrieve.needs_embeddings:
+    if Need.EMBEDDINGS not in params.retrieve.kind.needs:
         return save_no_embeddings(out_embeddings)
     from groundkit.retrieval.dense import Encoder, save_embeddings  # numpy, only when there is something to embed
 

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groundkit.artifacts import atomic_directory, read_models, write_models
 from groundkit.corpus.passage import Chunk, Document, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
-from groundkit.execution import open_engine
+from groundkit.execution import lazy_engine
 from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES_FILE, written_by
-from groundkit.retrieval.kinds import Run, Sources, kind_of
-from groundkit.retrieval.registry import retrieve
+from groundkit.retrieval.kinds import Run, Sources
 from groundkit.retrieval.trec import write_run
 
 if TYPE_CHECKING:
     from groundkit.config import Params
-    from groundkit.retrieval.bm25 import BM25Index
-    from groundkit.retrieval.kinds import Ranking
-
 
 
 def run(
@@ -48,20 +42,18 @@ def run(
         index_dir=index_dir,
         embeddings_dir=embeddings_dir,
     )
-    with ExitStack() as opened:
-        def search_index(index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
-            # The engine is opened (Ray connected) only when a BM25 index is searched on its own.
-            return opened.enter_context(open_engine(params.execution)).search(index, queries, depth)
-
-        ranked = retrieve(params, sources, [(j.query_id, j.query) for j in judgments], search_index=search_index)
+    kind = params.retrieve.kind
+    # The engine connects (a Ray cluster) only if the kind hands it work.
+    with lazy_engine(params.execution) as engine:
+        ranked = kind.build(sources, params, engine).rank([(j.query_id, j.query) for j in judgments],
+                                                          params.retrieve.depth)
     excluded = {j.query_id: frozenset(j.exclude_documents) for j in judgments if j.exclude_documents}
     if excluded:
         # Applied to the run itself, so the exported run.trec scores the same in ir_measures as here.
-        kind = kind_of(params.retrieve.retriever)
-        ranked = ranked.excluding(excluded, sources.chunks() if kind.searches else ranked.passages)
+        ranked = ranked.excluding(excluded, sources.chunks() if kind.ranks_chunks else ranked.passages)
     with atomic_directory(out_passages) as folder:
         write_models(folder / PASSAGES_FILE, ranked.passages, Excerpt)
-    write_run(out_run, ranked.rankings, kind_of(params.retrieve.retriever).run_tag)
+    write_run(out_run, ranked.rankings, kind.run_tag)
     return ranked
 
 

@@ -22,7 +22,6 @@ from groundkit.corpus.passage import Chunk, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import ArtifactError, RunFileError
 from groundkit.pipeline.stages import CHUNKS, GOLD_SPANS, PASSAGES, PASSAGES_FILE, RUN, VALIDATION, written_by
-from groundkit.retrieval.kinds import kind_of
 from groundkit.retrieval.trec import qrels_lines, read_run
 from groundkit.scoring.measures import BUDGET_RECALL, NDCG, RECALL
 from groundkit.scoring.schema import ExternalRunFile, QueryResult, RunMetadata
@@ -54,17 +53,17 @@ def run(
     """
 
     judgments = read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
-    kind = kind_of(params.retrieve.retriever)
-    # A retriever that searches ranks the chunks, any of which it could have returned: they are the universe
+    kind = params.retrieve.kind
+    # A retriever that ranks chunks ranks the chunks, any of which it could have returned: they are the universe
     # of passages. One that reads a run ranks the run's own passages (passages.jsonl); which others would have
     # been relevant is unknown.
     universe: Sequence[Excerpt] | None
-    if kind.searches:
+    if kind.ranks_chunks:
         universe = ranked_from = read_models(chunks, Chunk, producer=written_by(CHUNKS))
     else:
         universe, ranked_from = None, read_models(passages / PASSAGES_FILE, Excerpt, producer=written_by(PASSAGES))
     by_id = {p.passage_id: p for p in ranked_from}
-    listed_in = CHUNKS.name if kind.searches else PASSAGES_FILE
+    listed_in = CHUNKS.name if kind.ranks_chunks else PASSAGES_FILE
     rankings = read_run(run, [j.query_id for j in judgments], set(by_id), listed_in=listed_in,
                         producer=written_by(RUN))
     for query_id, ranking in rankings.items():
@@ -72,7 +71,7 @@ def run(
             raise ArtifactError(run, f"query {query_id!r} has {len(ranking)} results, more than retrieve.depth",
                                 fix=f"re-run the {written_by(RUN)} stage")
     inputs = read_json(validation, producer=written_by(VALIDATION))
-    external_run = None if kind.searches else _external_run_file(Path(params.retrieve.run))
+    external_run = None if kind.ranks_chunks else _external_run_file(Path(params.retrieve.run))
     try:
         metadata = RunMetadata(
             corpus_hash=inputs["corpus_hash"],

@@ -13,31 +13,25 @@ What the command line does, for a notebook::
 A retriever is a name of ``retrieve.retriever`` (``"bm25"``, ``"dense"``, ...), an object with
 ``search(query, depth)`` returning ``(chunk_id, score)`` pairs best first, or a factory
 ``(chunks, options)`` that returns one: the contract of a ``python:`` retriever
-(groundkit/retrieval/registry.py), checked the same way. Each run writes the
+(groundkit/retrieval/kinds.py), checked the same way, and handed to the run as the object it is. Each run writes the
 artifacts of ``groundkit run`` into ``out`` (a new temporary folder when none is given), so
 ``Results.report()`` can show its passages.
 """
 
 from __future__ import annotations
 
-import sys
 import tempfile
-import types
 from collections.abc import Iterable, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groundkit.errors import RetrieverError
 from groundkit.reports.compare import NO_ANSWER, Side, compare, read_side
+from groundkit.retrieval.kinds import PythonObject, RetrieverKind, parse
 
 if TYPE_CHECKING:
     import pandas as pd
-
-PLUGIN_MODULE = "groundkit_notebook"
-"""The module name a retriever object is reached under while it runs (``python:groundkit_notebook:NAME``)."""
-
 
 @dataclass(frozen=True)
 class Results:
@@ -119,43 +113,29 @@ def _overrides(values: Mapping[str, Any] | Iterable[str]) -> list[str]:
     return list(values)
 
 
-@contextmanager
-def _as_plugin(retriever: Any) -> Any:
-    """A retriever object reachable as ``python:groundkit_notebook:NAME`` while the run lasts."""
+def _kind(retriever: Any) -> RetrieverKind | None:
+    """The kind of retriever ``evaluate`` was handed: a name parsed as params.yaml's, or an object; None for none."""
     if retriever is None or isinstance(retriever, str):
-        yield retriever
-        return
-    if callable(getattr(retriever, "search", None)):
-        factory, named = (lambda chunks, options: retriever), type(retriever).__name__
-    elif callable(retriever):
-        factory, named = retriever, getattr(retriever, "__name__", "")
-    else:
+        return None if retriever is None else parse(retriever)
+    kind = PythonObject.of(retriever)
+    if kind is None:
         raise RetrieverError("retriever", f"{type(retriever).__name__} has no search(query, depth) method",
                              fix="pass a retriever name such as 'bm25', an object with search(query, depth) "
                                  "returning (chunk_id, score) pairs best first, or a factory(chunks, options) "
                                  "that returns one")
-    name = named if named.isidentifier() else "retriever"
-    module = types.ModuleType(PLUGIN_MODULE)
-    setattr(module, name, factory)
-    previous = sys.modules.get(PLUGIN_MODULE)
-    sys.modules[PLUGIN_MODULE] = module
-    try:
-        yield f"python:{PLUGIN_MODULE}:{name}"
-    finally:
-        if previous is None:
-            sys.modules.pop(PLUGIN_MODULE, None)
-        else:
-            sys.modules[PLUGIN_MODULE] = previous
+    return kind
 
 
 def _run(corpus: str | Path, judgments: str | Path, params: str | Path | None, overrides: list[str],
-         out: str | Path | None, command: str) -> Results:
+         out: str | Path | None, command: str, kind: RetrieverKind | None = None) -> Results:
     from groundkit.config import load_params
     from groundkit.pipeline.runner import run
 
+    loaded = load_params(params, overrides)
+    if kind is not None:
+        loaded = loaded.retrieving(kind)
     folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="groundkit-"))
-    run(corpus, judgments, load_params(params, overrides), folder, command=command,
-        inputs={"the params file": params})
+    run(corpus, judgments, loaded, folder, command=command, inputs={"the params file": params})
     return Results(folder.name, replace(read_side(str(folder), cwd=Path.cwd()), label=folder.name), folder)
 
 
@@ -170,11 +150,7 @@ def evaluate(corpus: str | Path, judgments: str | Path, retriever: Any = None, *
         set: Overrides, ``{"chunk.size": 400}`` or ``["chunk.size=400"]``, as ``--set`` gives them.
         out: The folder for the artifacts: new, empty, or one groundkit wrote (a temporary one when None).
     """
-    overrides = _overrides(set)
-    with _as_plugin(retriever) as name:
-        if name is not None:
-            overrides.append(f"retrieve.retriever={name}")
-        return _run(corpus, judgments, params, overrides, out, "run")
+    return _run(corpus, judgments, params, _overrides(set), out, "run", _kind(retriever))
 
 
 def score_file(run_file: str | Path, corpus: str | Path, judgments: str | Path, *, params: str | Path | None = None,

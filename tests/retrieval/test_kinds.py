@@ -1,8 +1,10 @@
-"""The retriever registry: the kinds and what they declare, RRF by hand, and a user's python: retriever."""
+"""The kinds of retriever and what they declare, RRF by hand, and a user's python: retriever."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import re
 import subprocess
 from fractions import Fraction
 
@@ -13,42 +15,82 @@ from groundkit.config import ChunkParams, load_params
 from groundkit.corpus.chunking import chunk_documents
 from groundkit.corpus.passage import Document
 from groundkit.errors import RetrieverError
+from groundkit.retrieval import plugin
 from groundkit.retrieval.dense import rank_rows
 from groundkit.retrieval.hybrid import reciprocal_rank_fusion
-from groundkit.retrieval.kinds import RETRIEVERS, kind_of
-from groundkit.retrieval.registry import IMPLEMENTATIONS, build_retriever
+from groundkit.retrieval.kinds import BUILT_IN, Need, Python, RetrieverKind, parse
 from tests.bad_inputs import PLUGIN_CASES
 from tests.conftest import REPO
 from tests.dvc_helpers import env
 
 
 @pytest.mark.parametrize(
-    ("retriever", "name", "tag", "searches", "index", "embeddings"),
+    ("retriever", "name", "tag", "needs", "reads", "spec"),
     [
-        ("bm25", "bm25", "groundkit-bm25", True, True, False),
-        ("dense", "dense", "groundkit-dense", True, False, True),
-        ("hybrid", "hybrid", "groundkit-hybrid", True, True, True),
-        ("external", "external", "groundkit-external", False, False, False),
-        ("python:mod:make", "python", "groundkit-python", True, False, False),
+        ("bm25", "bm25", "groundkit-bm25", {Need.INDEX}, (), "bm25"),
+        ("dense", "dense", "groundkit-dense", {Need.EMBEDDINGS, Need.CHUNKS}, ("dense",), "dense"),
+        ("hybrid", "hybrid", "groundkit-hybrid", {Need.INDEX, Need.EMBEDDINGS, Need.CHUNKS}, ("dense", "hybrid"),
+         "hybrid"),
+        ("external", "external", "groundkit-external", {Need.RUN_FILE}, (), "external"),
+        ("python:mod.sub:make", "python", "groundkit-python", {Need.CHUNKS}, (), "python:mod.sub:make"),
     ],
 )
-def test_each_kind_declares_what_it_needs(retriever, name, tag, searches, index, embeddings):
-    kind = kind_of(retriever)
-    assert (kind.name, kind.run_tag, kind.searches, kind.needs_index, kind.needs_embeddings) == (
-        name, tag, searches, index, embeddings)
+def test_each_kind_declares_what_it_needs(retriever, name, tag, needs, reads, spec):
+    kind = parse(retriever)
+    assert (kind.name, kind.run_tag, set(kind.needs), kind.reads, kind.spec) == (name, tag, needs, reads, spec)
+    assert kind.ranks_chunks == (name != "external")
 
 
-@pytest.mark.parametrize("retriever", ["splade", "python:mod", "python:mod:", "python: :make", "bm25:x", "BM25", ""])
+def test_the_parsed_kind_travels_with_the_params():
+    params = load_params(None, ["retrieve.retriever=python:mod:make"])
+    assert params.retrieve.kind == Python(module="mod", factory="make")
+    assert params.retrieve.kind is params.retrieve.kind  # parsed once, on validation
+
+
+@pytest.mark.parametrize("retriever", ["splade", "BM25", ""])
 def test_unknown_kinds_are_refused_with_the_list_of_kinds(retriever):
     with pytest.raises(ValueError, match=r"^unknown retriever; use one of bm25, dense, hybrid, external or "
                                          r"python:MODULE:FACTORY$"):
-        kind_of(retriever)
+        parse(retriever)
 
 
-def test_every_kind_has_a_module_that_implements_it():
-    assert set(IMPLEMENTATIONS) == set(RETRIEVERS)
-    for kind, module in IMPLEMENTATIONS.items():
-        assert callable(getattr(module, "build" if kind.searches else "read")), kind.name
+@pytest.mark.parametrize(("retriever", "problem"), [
+    ("python:mod", "python takes a module and a factory"), ("python:mod:", "python takes a module and a factory"),
+    ("python: :make", "python takes a module and a factory"), ("bm25:x", "bm25 takes no arguments"),
+    ("python:a:b:c", "python takes a module and a factory")])
+def test_wrong_arguments_are_refused_with_the_usage(retriever, problem):
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        parse(retriever)
+
+
+def test_every_kind_names_a_builder_that_exists():
+    for kind in BUILT_IN:
+        module, _, function = kind.builder.partition(":")
+        assert callable(getattr(importlib.import_module(module), function)), kind.name
+
+
+class Toy(RetrieverKind):
+    name = "toy"
+    usage = "toy"
+    run_tag = "toy-run"
+    builder = "tests.retrieval.test_kinds:toy_ranker"
+
+
+def test_a_package_registers_a_kind_through_its_entry_point(monkeypatch):
+    from importlib import metadata
+
+    point = metadata.EntryPoint(name="toy", value="tests.retrieval.test_kinds:Toy", group="groundkit.retrievers")
+    monkeypatch.setattr(metadata, "entry_points",
+                        lambda group, name: [p for p in [point] if p.group == group and p.name == name])
+    assert parse("toy") == Toy() and parse("toy").run_tag == "toy-run"
+    with pytest.raises(ValueError, match="unknown retriever"):
+        parse("toy2")
+
+
+def build_retriever(params, chunks, *_):
+    """A python: retriever as the retrieve step builds it, to call its search directly."""
+    kind = params.retrieve.kind
+    return plugin.build(kind, plugin.load_factory(kind, params.source), params, chunks)
 
 
 def test_rank_rows_keeps_negative_scores_and_breaks_ties_by_row():

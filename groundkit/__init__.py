@@ -33,6 +33,7 @@ from groundkit.errors import (
 if _typing.TYPE_CHECKING:
     from groundkit.config import Params, load_params
     from groundkit.corpus.beir import import_beir
+    from groundkit.corpus.squad import import_squad
     from groundkit.corpus.documents import load_corpus
     from groundkit.corpus.judgments import Category, GoldSpan, Judgment, load_judgments
     from groundkit.corpus.passage import Chunk, Document, Excerpt, Passage
@@ -51,6 +52,7 @@ _LAZY = {
     "Params": "groundkit.config",
     "load_params": "groundkit.config",
     "import_beir": "groundkit.corpus.beir",
+    "import_squad": "groundkit.corpus.squad",
     "load_corpus": "groundkit.corpus.documents",
     "Category": "groundkit.corpus.judgments",
     "GoldSpan": "groundkit.corpus.judgments",
@@ -121,6 +123,7 @@ __all__ = [
     "compare_runs",
     "evaluate",
     "import_beir",
+    "import_squad",
     "load_corpus",
     "load_judgments",
     "load_params",

@@ -805,7 +805,8 @@ def summary(manifest: dict[str, Any]) -> tuple[list[str], list[str]]:
     longest = manifest["longest_extension"]
     if longest:
         lines.append(f"longest extension: {longest['query_id']}, {json.dumps(longest['answer'], ensure_ascii=False)}"
-                     f" -> {json.dumps(longest['quote'], ensure_ascii=False)} (+{longest['words_added']} words)")
+                     f" -> {json.dumps(longest['quote'], ensure_ascii=False)} (+{longest['words_added']} "
+                     + ("word)" if longest["words_added"] == 1 else "words)"))
     notes = []
     if skipped:
         counts = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in skipped.items())

@@ -556,7 +556,7 @@ def test_cli_prints_counts_and_the_extension_summary_and_notes_on_stderr(tmp_pat
         "20 answers: 18 at their offset, 1 located without one, 1 located despite a wrong one; 6 merged into an "
         "overlapping answer",
         "14 quotes, 2 extended to occur exactly once in their document (words added: 1: 2)",
-        'longest extension: lh-13, "the light" -> "the light visible" (+1 words)',
+        'longest extension: lh-13, "the light" -> "the light visible" (+1 word)',
         f"written to {tmp_path / 'out'} (details in squad-import.json)",
     ]
     # stderr is a pipe here: notes only, no progress bar.

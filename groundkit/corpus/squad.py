@@ -23,7 +23,8 @@ Choices, each of which changes what is measured and is therefore written down:
 * **Documents.** A SQuAD document's id is its article's title (stripped); an article without one is
   ``article-N`` (N its 1-based place in ``data``), and a title met again gets `` (2)``, `` (3)``...
   The title is the file's name, not part of its text. An MRQA document is ``context-NNNNNN``, its
-  context's 1-based place in the file; a context met again verbatim is the same document. File names
+  context's 1-based place in the file. A context or article whose text repeats an earlier one's
+  verbatim is that document, not a second copy (which would take half of its relevance). File names
   are the ids percent-encoded by :func:`groundkit.corpus.beir.document_files`, so they are safe on any
   file system and :func:`groundkit.corpus.beir.document_id` gives the id back.
 * **Text.** Contexts are kept character for character, except that CR characters become LF (``\\r\\n``
@@ -47,8 +48,9 @@ Choices, each of which changes what is measured and is therefore written down:
   SQuAD 2.0 evaluation script's rule), is a ``no_answer`` judgment. Answerable ones get ``category``
   (``factoid`` by default).
 * **Skips and strictness.** Every skipped question is counted by reason and listed in the manifest;
-  ``strict`` refuses the file at the first one instead. Malformed input (not JSON, a missing or
-  mistyped field, a duplicate question id, an id unfit for a TREC file) is always an error naming the
+  ``strict`` refuses the file at the first one instead. A question exported twice (the same id,
+  text, answers and context) is judged once and counted. Malformed input (not JSON, a missing or
+  mistyped field, one id for two different questions, an id unfit for a TREC file) is an error naming the
   file, the article (or line) and the question.
 
 The output is deterministic (the same file gives the same bytes) and is written into a scratch folder
@@ -530,7 +532,9 @@ class _Tally:
     contexts_with_cr: int = 0
     contexts_with_bom: int = 0
     documents_empty: list[str] = field(default_factory=list)
+    documents_repeated: dict[str, str] = field(default_factory=dict)
     questions: int = 0
+    questions_repeated: int = 0
     answers: int = 0
     answers_by: dict[str, int] = field(default_factory=lambda: {"offset": 0, NO_OFFSET: 0, WRONG_OFFSET: 0})
     answers_merged: int = 0
@@ -548,9 +552,12 @@ class _Importer:
         self.judgments: dict[str, Judgment] = {}
         self.where: dict[str, str] = {}
         self.places: dict[str, str] = {}
+        self.fingerprints: dict[str, bytes] = {}
         self.seen: set[str] = set()
-        self.written: dict[str, tuple[str, str]] = {}
-        """Document id -> (file name, text) of each document written."""
+        self.written: dict[str, str] = {}
+        """Document id -> file name of each document written."""
+        self.by_text: dict[bytes, str] = {}
+        """SHA-256 of each written document's text -> its id."""
 
     def add(self, article: _Article, name: str) -> None:
         """Write ``article`` as document ``name`` (unless already written) and judge its questions."""
@@ -574,15 +581,22 @@ class _Importer:
             parts.append(clean)
             position += len(clean)
         document = SEPARATOR.join(parts) + "\n" if parts else ""
+        digest = hashlib.sha256(document.encode("utf-8")).digest()
         if repeated:
             tally.contexts_repeated += 1
-            name = self.written[article.doc_id][0] if article.doc_id in self.written else name
+            name = self.written.get(article.doc_id, name)
+        elif document and digest in self.by_text:
+            # Two copies of one text would each take half of its relevance: the repeat is the first document.
+            first = self.by_text[digest]
+            tally.documents_repeated[article.doc_id] = first
+            name = self.written[first]
         elif document:
             target = self.corpus / name
             target.parent.mkdir(parents=True, exist_ok=True)
             with target.open("x", encoding="utf-8", newline="\n") as handle:
                 handle.write(document)
-            self.written[article.doc_id] = (name, document)
+            self.written[article.doc_id] = name
+            self.by_text[digest] = article.doc_id
             tally.documents += 1
         else:
             tally.documents_empty.append(article.doc_id)
@@ -593,11 +607,18 @@ class _Importer:
     def _judge(self, question: _Question, raw: str, clean: str, dropped: list[int], base: int | None,
                document: str, name: str) -> None:
         tally = self.tally
-        tally.questions += 1
+        # What makes a question the same one again: its text, its answers and the text they are read in.
+        same = hashlib.sha256(json.dumps([question.question, question.impossible, raw,
+                                          [(a.text, a.start, a.end) for a in question.answers]]).encode()).digest()
         if question.query_id in self.where:
+            if self.fingerprints[question.query_id] == same:
+                tally.questions_repeated += 1  # a record exported twice: judged once
+                return
             raise DatasetError(self.path, f"{question.where}: the question id {question.query_id!r} is used twice "
-                               f"(first by {self.where[question.query_id]})",
+                               f"(first by {self.where[question.query_id]}), for another question or other answers",
                                fix="give every question its own id", line=question.line, key=question.key)
+        tally.questions += 1
+        self.fingerprints[question.query_id] = same
         self.where[question.query_id] = question.where + (f" on line {question.line}" if question.line else "")
         self.places[question.query_id] = question.place
         if question.impossible:
@@ -763,14 +784,16 @@ def _manifest(source: Path, digest: str, meta: dict[str, Any], importer: _Import
         "strict": strict,
         "documents": tally.documents,
         "documents_empty": tally.documents_empty,
-        "documents_renamed": {doc_id: name for doc_id, (name, _) in sorted(importer.written.items())
+        "documents_renamed": {doc_id: name for doc_id, name in sorted(importer.written.items())
                               if name != doc_id + SUFFIX},
+        "documents_repeated": tally.documents_repeated,
         "contexts": tally.contexts,
         "contexts_empty": tally.contexts_empty,
         "contexts_repeated": tally.contexts_repeated,
         "contexts_with_cr": tally.contexts_with_cr,
         "contexts_with_bom": tally.contexts_with_bom,
         "questions": tally.questions,
+        "questions_repeated": tally.questions_repeated,
         "judgments": len(importer.judgments),
         "answerable": sum(1 for kind in kinds if kind is not Category.NO_ANSWER),
         "no_answer": sum(1 for kind in kinds if kind is Category.NO_ANSWER),
@@ -816,9 +839,15 @@ def summary(manifest: dict[str, Any]) -> tuple[list[str], list[str]]:
         notes.append(f"{manifest['contexts_with_cr']} contexts had CR characters (made LF) and "
                      f"{manifest['contexts_with_bom']} opened with a byte order mark (dropped); offsets moved with "
                      "them")
+    if manifest["questions_repeated"]:
+        notes.append(f"{manifest['questions_repeated']} questions repeat an earlier one (same id, text, answers and "
+                     "context): each is judged once")
     if manifest["contexts_repeated"]:
         notes.append(f"{manifest['contexts_repeated']} contexts repeat an earlier one verbatim: their questions "
                      "judge that one document")
+    if manifest["documents_repeated"]:
+        notes.append(f"{len(manifest['documents_repeated'])} articles repeat an earlier one's text verbatim: each is "
+                     f"that one document (listed in {MANIFEST})")
     if manifest["documents_empty"]:
         notes.append(f"{len(manifest['documents_empty'])} documents have no text and were not written (listed in "
                      f"{MANIFEST})")

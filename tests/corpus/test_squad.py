@@ -399,6 +399,17 @@ def test_integer_ids_are_accepted_and_judgments_come_in_plain_string_order(tmp_p
     assert [j.query_id for j in load_judgments(tmp_path / "out" / "judgments.jsonl")] == ["10", "9", "B", "b"]
 
 
+def test_a_question_exported_twice_is_judged_once(tmp_path):
+    paragraph = ("The keeper lit the lamp.", [qa("q1", "Who lit the lamp?", ("The keeper", 0))])
+    manifest = import_squad(write(tmp_path / "twice.json", squad(("A", [paragraph]), ("B", [paragraph]))),
+                            tmp_path / "out")
+    assert judgments(tmp_path / "out")["q1"]["gold"] == [{"document": "A.txt", "quote": "The keeper"}]
+    # Article B repeats A's text: one document, so that a retriever returning either copy is not half wrong.
+    assert sorted(p.name for p in (tmp_path / "out" / "corpus").iterdir()) == ["A.txt"]
+    assert (manifest["questions"], manifest["questions_repeated"], manifest["documents"]) == (1, 1, 1)
+    assert manifest["documents_repeated"] == {"B": "A"}
+
+
 # --- bad input: one message naming the file, the article and the question ---------------------------------------
 
 GOOD = squad(("Good", [("Some text here.", [qa("g1", "What?", ("text", 5))])]))

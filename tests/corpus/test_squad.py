@@ -641,3 +641,38 @@ def test_run_on_an_import_scores_as_the_original_offsets_say(tmp_path, size):
         assert got[query_id] == pytest.approx(figures, abs=1e-6), query_id
     # Not a trivial corpus: some first hits are below rank 1.
     assert min(f[1] for f in expected.values()) < 1.0
+
+
+def test_a_progress_bar_is_drawn_only_on_a_terminal(tmp_path):
+    import sys
+
+    from tests.pipeline.test_progress import _run_with_stderr_on_a_pty
+
+    script = ("import sys; from groundkit import _progress; _progress.DELAY_S = 0; from groundkit.cli import main; "
+              "sys.exit(main(['import-squad', sys.argv[1], '--out', sys.argv[2]]))")
+    returncode, output = _run_with_stderr_on_a_pty([sys.executable, "-c", script, str(MRQA), str(tmp_path / "a")])
+    assert returncode == 0, output.decode(errors="replace")
+    assert b"import-squad:" in output and output.count(b"note: ") == 1, output.decode(errors="replace")
+    piped = subprocess.run([sys.executable, "-c", script, str(V11), str(tmp_path / "b")], capture_output=True,
+                           env=env(), check=False)
+    assert piped.returncode == 0 and b"import-squad:" not in piped.stderr
+
+
+def test_a_widened_quote_makes_a_chunk_holding_only_the_added_words_relevant(tmp_path):
+    """The cost of widening, as KNOWN_LIMITATIONS.md states it: where a chunk boundary falls between the answer
+    and the words added to it, the chunk after the boundary is relevant too."""
+    from groundkit.config import ChunkParams
+    from groundkit.corpus.chunking import chunk_documents
+
+    import_squad(V11, tmp_path / "out")
+    document = {d.path: d for d in load_corpus(tmp_path / "out" / "corpus")}["Lighthouse.txt"]
+    answer_start = document.text.index("the light visible")
+    added = answer_start + len("the light ")  # "visible"
+    for size in range(40, 400):
+        chunks = [c for c in chunk_documents([document], ChunkParams(size=size)) if c.start == added]
+        if chunks:
+            break
+    assert chunks, "no chunk size puts a boundary before the added word"
+    (after,) = chunks
+    assert not (after.start < answer_start + len("the light"))  # it holds none of the answer...
+    assert after.start < answer_start + len("the light visible")  # ...but part of the quote: relevant

@@ -33,11 +33,11 @@ from groundkit.errors import (
 if _typing.TYPE_CHECKING:
     from groundkit.config import Params, load_params
     from groundkit.corpus.beir import import_beir
-    from groundkit.corpus.squad import import_squad
     from groundkit.corpus.documents import load_corpus
     from groundkit.corpus.judgments import Category, GoldSpan, Judgment, load_judgments
     from groundkit.corpus.passage import Chunk, Document, Excerpt, Passage
     from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan, resolve_judgments
+    from groundkit.corpus.squad import import_squad
     from groundkit.pipeline.runner import run
     from groundkit.reports.compare import Comparison, compare, read_side
     from groundkit.reports.notebook import Results, compare_runs, evaluate, load_results, score_file

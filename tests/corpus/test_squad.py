@@ -499,6 +499,7 @@ BAD = {
                        "for MRQA JSONL pass --format mrqa"]),
     "mrqa not json": (_mrqa({"context": "Some text here.", "qas": [MRQA_QA]}, "{oops"),
                       ["bad.jsonl:3", "invalid JSON"]),
+    "mrqa line not an object": (_mrqa([1, 2]), ["bad.jsonl:2", "expected a JSON object, got array"]),
     "mrqa context missing": (_mrqa({"qas": [MRQA_QA]}), ["bad.jsonl:2", "field 'context' is missing"]),
     "mrqa qid missing": (_mrqa({"context": "Some text here.", "qas": [{"question": "What?"}]}),
                          ["bad.jsonl:2", "key 'qas[0].qid'", "field 'qid' is missing"]),

@@ -38,6 +38,7 @@ if _typing.TYPE_CHECKING:
     from groundkit.corpus.judgments import Category, GoldSpan, Judgment, load_judgments
     from groundkit.corpus.passage import Chunk, Document, Excerpt, Passage
     from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan, resolve_judgments
+    from groundkit.corpus.squad import import_squad
     from groundkit.pipeline.runner import run
     from groundkit.reports.compare import Comparison, compare, read_side
     from groundkit.retrieval.kinds import Retriever, RetrieverKind
@@ -51,6 +52,7 @@ _LAZY = {
     "Params": "groundkit.config",
     "load_params": "groundkit.config",
     "import_beir": "groundkit.corpus.beir",
+    "import_squad": "groundkit.corpus.squad",
     "load_corpus": "groundkit.corpus.documents",
     "Category": "groundkit.corpus.judgments",
     "GoldSpan": "groundkit.corpus.judgments",
@@ -121,6 +123,7 @@ __all__ = [
     "compare_runs",
     "evaluate",
     "import_beir",
+    "import_squad",
     "load_corpus",
     "load_judgments",
     "load_params",

@@ -45,6 +45,13 @@ def _check_values(value: Any) -> None:
         if isinstance(item, float) and not math.isfinite(item):
             raise JSONLineError("a number is too large to represent (it overflows to infinity); write a finite number")
         if isinstance(item, str):
+            if item.isascii():
+                continue
+            try:
+                item.encode("utf-8")  # in C: a whole SQuAD file's text is checked in milliseconds
+                continue
+            except UnicodeEncodeError:
+                pass
             for position, char in enumerate(item):
                 if "\ud800" <= char <= "\udfff":
                     raise JSONLineError(
@@ -69,7 +76,9 @@ def loads_line(line: str) -> Any:
     except JSONLineError:
         raise
     except json.JSONDecodeError as exc:
-        raise JSONLineError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        # A whole-file document (a SQuAD file) spans lines; a JSONL line is always line 1 of itself.
+        place = f"line {exc.lineno}, column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
+        raise JSONLineError(f"invalid JSON: {exc.msg} ({place})") from None
     except RecursionError:
         raise JSONLineError("JSON nested too deeply to read; a record is a flat object") from None
     except ValueError:  # an integer longer than Python's int-to-string limit (4300 digits by default)

@@ -490,6 +490,21 @@ def _cmd_import_beir(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_import_squad(args: argparse.Namespace) -> int:
+    from groundkit.corpus.squad import MANIFEST as MANIFEST_NAME
+    from groundkit.corpus.squad import import_squad, summary
+
+    manifest = import_squad(args.file, args.out, input_format=None if args.format == "auto" else args.format,
+                            category=args.category, strict=args.strict, force=args.force)
+    lines, notes = summary(manifest)
+    for line in lines:
+        print(line)
+    print(f"written to {args.out} (details in {MANIFEST_NAME})")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
 def _cmd_export_beir(args: argparse.Namespace) -> int:
     from groundkit.reports.beir_export import export_beir
 
@@ -708,6 +723,24 @@ def build_parser() -> argparse.ArgumentParser:
     beir.add_argument("--keep-identical-ids", action="store_true",
                       help="let a query's run return the document with the query's own id (BEIR drops it)")
     beir.set_defaults(handler=_cmd_import_beir)
+
+    squad = commands.add_parser(
+        "import-squad", help="turn SQuAD 1.1/2.0 JSON or MRQA JSONL into a corpus folder and quote judgments",
+        description="One document per SQuAD article (its paragraphs joined by a blank line) or MRQA context, one "
+        "judgment per question whose gold quotes are its answers, each widened word by word until it occurs "
+        "exactly once in its document. README.md, 'Importing span-labelled data', tells every rule.")
+    squad.add_argument("file", help="SQuAD JSON file, or MRQA JSONL file (.jsonl or .jsonl.gz)")
+    squad.add_argument("--out", required=True, help="output folder: corpus/, judgments.jsonl, squad-import.json")
+    squad.add_argument("--force", action="store_true", help=FORCE_HELP)
+    squad.add_argument("--format", default="auto", choices=["auto", "squad", "mrqa"],
+                       help="the file's form (default auto: recognised from its first line)")
+    squad.add_argument("--category", default="factoid",
+                       choices=[c.value for c in _categories() if c.value != "no_answer"],
+                       help="category of the answerable questions (default factoid; unanswerable ones are no_answer)")
+    squad.add_argument("--strict", action="store_true",
+                       help="refuse the file at the first question whose answer cannot be located (default: skip "
+                       "such questions and list them)")
+    squad.set_defaults(handler=_cmd_import_squad)
 
     export = commands.add_parser(
         "export-beir", help="write a run over an imported BEIR dataset as document-level TREC files with BEIR ids")

@@ -10,7 +10,7 @@ and exits non-zero; tracebacks are shown only with ``--debug``.
     │   ├── CorpusError       a document in the corpus
     │   ├── JudgmentsError    judgments.jsonl
     │   ├── SpanError         a gold quote that does not resolve exactly once
-    │   ├── DatasetError      a BEIR dataset being imported (import-beir)
+    │   ├── DatasetError      a dataset being imported (import-beir, import-squad)
     │   ├── ArtifactError     a build artifact is missing, truncated or edited by hand
     │   ├── RunFileError      an external run file (JSONL) handed to score-run
     │   ├── RetrieverError    a python: retriever that breaks its contract
@@ -97,7 +97,7 @@ class SpanError(InputError):
 
 
 class DatasetError(InputError):
-    """A BEIR dataset given to ``groundkit import-beir`` is missing a file or holds a bad record."""
+    """A dataset being imported (``import-beir``, ``import-squad``) is missing a file or holds a bad record."""
 
 
 class ArtifactError(InputError):

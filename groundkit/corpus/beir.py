@@ -64,7 +64,7 @@ import re
 import string
 import sys
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,6 +132,23 @@ def document_file(doc_id: str, *, capitals: bool = False) -> str:
     if len(encoded) + len(SUFFIX) > COMPONENT and not capitals:
         return document_file(doc_id, capitals=True)
     return _path(encoded)
+
+
+def document_files(doc_ids: Iterable[str]) -> dict[str, str]:
+    """The file name of each of ``doc_ids`` (distinct), when they are all known before any file is written.
+
+    The same names import-beir gives while it streams a corpus: ids whose plain names differ only by case
+    have their capitals encoded.
+    """
+    names = {doc_id: document_file(doc_id) for doc_id in doc_ids}
+    by_folded: dict[str, list[str]] = {}
+    for doc_id, name in names.items():
+        if "/" not in name:
+            by_folded.setdefault(name.lower(), []).append(doc_id)
+    for group in by_folded.values():
+        if len(group) > 1:
+            names.update((doc_id, document_file(doc_id, capitals=True)) for doc_id in group)
+    return names
 
 
 def document_id(name: str) -> str:

@@ -126,8 +126,8 @@ def built(template, tmp_path_factory) -> Path:
     """The tiny workspace after one successful `dvc repro`."""
     workspace = _copy(template, tmp_path_factory.mktemp("built") / "ws")
     ran, _ = repro(workspace)
-    assert ran == {"check-inputs", "validate-judgments", "resolve-spans", "chunk", "index", "embed", "retrieve", "score",
-                   "report"}
+    assert ran == {"check-inputs", "validate-judgments", "resolve-spans", "chunk", "index", "embed", "retrieve",
+                   "score", "report"}
     return workspace
 
 

@@ -1,0 +1,59 @@
+"""The ``groundkit`` command line.
+
+Errors groundkit can explain are printed as one message and exit 1; usage
+errors exit 2. A traceback is shown only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from groundkit._guard import guarded
+from groundkit.cli import _datasets, _evaluate, _judgments, _reports, _repository
+from groundkit.cli._reports import REGRESSION_EXIT
+
+__all__ = ["REGRESSION_EXIT", "build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="groundkit", description="Reproducible retrieval evaluation anchored on verbatim gold quotes."
+    )
+    parser.add_argument("--debug", action="store_true", help="show a traceback on error")
+    parser.add_argument("--version", action="version", version=f"groundkit {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for module in (_evaluate, _judgments, _reports, _repository, _datasets):
+        module.add(commands)
+    return parser
+
+
+def _version() -> str:
+    from groundkit import __version__
+
+    return __version__
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.handler(args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``groundkit`` console script."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if [a for a in args if a != "--debug"][:1] == ["stage"]:
+        # A DVC stage: start the way stages/stage.py does, without the rest of the command line's parser.
+        import os
+
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: see stages/stage.py
+        from groundkit.pipeline.entry import main as stage_main
+
+        args.remove("stage")
+        return guarded(lambda rest: stage_main(rest, installed=True), args)
+    return guarded(_main, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""The evaluation commands: ``run``, ``score-run`` and ``audit``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from groundkit.cli._common import FORCE_HELP, add_inputs
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from groundkit.config import load_params
+    from groundkit.pipeline.runner import run
+
+    overrides = list(args.set)
+    if getattr(args, "run_file", None) is not None:
+        # score-run is `run` with the retrieve stage reading the given file: one code path for both.
+        # retrieve.run is one of params.PATH_KEYS, so the path is taken verbatim, never parsed as YAML.
+        overrides += ["retrieve.retriever=external", f"retrieve.run={args.run_file}"]
+    params = load_params(args.params, overrides)
+    summary = run(args.corpus, args.judgments, params, args.out, force=args.force, command=args.command,
+                  inputs={"the params file": args.params})
+    answerable: dict[str, Any] = summary["answerable"]  # type: ignore[assignment]
+    no_answer: dict[str, Any] = summary["no_answer"]  # type: ignore[assignment]
+    shown = ", ".join(f"{k}={v:.4f}" for k, v in answerable.items() if isinstance(v, float))
+    print(f"answerable ({answerable['queries']}): {shown}")
+    print(f"no_answer ({no_answer['queries']}): abstained {no_answer['abstained']}")
+    print(f"artifacts written to {args.out}")
+    _print_findings(args.out, params)
+    return 0
+
+def _print_findings(out: str, params: Any) -> None:
+    """The audit's findings of a finished run, on stderr: they inform, the metrics on stdout are the result."""
+    from pathlib import Path
+
+    from groundkit.corpus.audit import AuditReport, findings
+    from groundkit.pipeline.stages import AUDIT
+
+    report = AuditReport.model_validate_json((Path(out) / AUDIT.name).read_bytes())
+    for line in findings(report, params.audit):
+        print(f"audit: {line}", file=sys.stderr)
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from groundkit.artifacts import atomic_write_text, dumps_json
+    from groundkit.config import load_params
+    from groundkit.corpus.audit import audit, check_audit, render
+    from groundkit.corpus.documents import load_corpus
+    from groundkit.corpus.judgments import load_judgments
+    from groundkit.corpus.spans import resolve_judgments
+
+    params = load_params(args.params, args.set)
+    if args.out:
+        _check_report(args)
+    judgments = load_judgments(args.judgments)
+    documents = load_corpus(args.corpus)
+    # A label that no longer resolves is the first thing an audit must catch.
+    resolve_judgments(judgments, {d.path: d for d in documents}, judgments_path=args.judgments,
+                      corpus_root=args.corpus)
+    report = audit(documents, judgments, params.tokenize)
+    # Written whatever the check decides: a failed gate is when the report is needed most.
+    if args.out:
+        atomic_write_text(Path(args.out), dumps_json(report.model_dump(mode="json")))
+    print(render(report, params.audit))
+    check_audit(report, params.audit, str(args.judgments))
+    return 0
+
+def _check_report(args: argparse.Namespace) -> None:
+    """Refuse an audit --out that is an input or a file the audit did not write, before the audit runs."""
+    from pathlib import Path
+
+    from groundkit._outputs import check_file
+    from groundkit.corpus.audit import AuditReport
+
+    def is_report(path: Path) -> bool:
+        try:
+            AuditReport.model_validate_json(path.read_bytes())
+        except (OSError, ValueError):
+            return False
+        return True
+
+    check_file(Path(args.out), command="audit", what="an audit report", force=args.force, recognise=is_report,
+               inputs={"the corpus folder": args.corpus, "the judgments file": args.judgments,
+                       "the params file": args.params})
+
+def add(commands: Any) -> None:
+    """Add this module's subcommands."""
+    run = commands.add_parser("run", help="run the whole evaluation in-process into --out")
+    add_inputs(run, params_help="params.yaml (defaults when omitted)", set_example="chunk.size=400")
+    run.add_argument("--out", required=True, help="output directory for the artifacts")
+    run.add_argument("--force", action="store_true", help=FORCE_HELP)
+    run.set_defaults(handler=_cmd_run)
+
+    score_run = commands.add_parser(
+        "score-run", help="score a run produced by another system (JSONL of ranked passages) into --out",
+        description="Score an external run: one JSON object per line with query_id, rank, document and either "
+                    "start/end character offsets or the passage text (see examples/README.md).",
+    )
+    score_run.add_argument("run_file", metavar="RUN.jsonl", help="the external run")
+    add_inputs(score_run, params_help="params.yaml (for score.ks and retrieve.depth)", set_example="score.ks=[1,5]")
+    score_run.add_argument("--out", required=True, help="output directory for the artifacts")
+    score_run.add_argument("--force", action="store_true", help=FORCE_HELP)
+    score_run.set_defaults(handler=_cmd_run)
+
+    audit = commands.add_parser("audit", help="measure whether the corpus can tell retrievers apart")
+    add_inputs(audit, params_help="params.yaml (for tokenize and the gate audit.max_trivial_share)",
+                set_example="audit.max_trivial_share=0.2")
+    audit.add_argument("--out", default=None,
+                       help="write the full JSON report here (also when the check fails; not when an input is broken)")
+    audit.add_argument("--force", action="store_true", help="replace the report of an earlier audit at --out")
+    audit.set_defaults(handler=_cmd_audit)

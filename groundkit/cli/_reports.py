@@ -1,0 +1,200 @@
+"""Reading results: ``compare``, ``report`` and ``sweep-plot``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from groundkit.cli._common import names
+
+REGRESSION_EXIT = 4
+"""compare's exit status when a gated metric regressed (--fail-on-regression)."""
+
+def _compare_gate() -> list[str]:
+    """compare's --metric default, named by the measure registry: what the verdict judges by."""
+    from groundkit.scoring.measures import NDCG
+
+    return [NDCG.label(10)]
+
+def _sweep_metrics() -> list[str]:
+    """sweep-plot's --metric default: the columns of its table."""
+    from groundkit.scoring.measures import BUDGET_RECALL, CHARS, NDCG, RECALL
+
+    return [RECALL.label(1), RECALL.label(10), NDCG.label(10), CHARS.label(10), BUDGET_RECALL.label(1000)]
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from groundkit.errors import CompareError
+    from groundkit.reports.compare import check_correction, compare, parse_options, read_side, render_markdown, to_json
+    from groundkit.reports.compare_many import compare_many, experiment_sides, render_markdown_many, to_json_many
+
+    alpha, max_drop, top = parse_options(args.alpha, args.max_drop, args.top)
+    correction = check_correction(args.correction)
+    if args.experiments and args.candidates:
+        raise CompareError("--experiments", f"is given with candidates ({', '.join(args.candidates)})",
+                           fix="name the candidates, or pass --experiments alone to compare every experiment of "
+                           "the current commit")
+    if not args.experiments and not args.candidates:
+        raise CompareError("candidate", "is missing: compare needs a baseline and at least one candidate",
+                           fix="add a revision, experiment name or results folder after the baseline, or pass "
+                           "--experiments")
+    repeated = sorted({c for c in args.candidates if args.candidates.count(c) > 1})
+    if repeated:
+        raise CompareError(repeated[0], "is given twice as a candidate; it would count twice in the correction",
+                           fix="name each candidate once")
+    cwd = Path.cwd()
+    baseline = read_side(args.baseline, cwd=cwd, metrics_dir=args.metrics_dir)
+    left_out: list[tuple[str, str]] = []
+    if args.experiments:
+        candidates, left_out = experiment_sides(cwd, baseline, args.baseline, metrics_dir=args.metrics_dir)
+        if not candidates:
+            shown = "; ".join(f"{name}: {why}" for name, why in left_out) or "none listed"
+            raise CompareError("--experiments", f"finds no experiment of the current commit to compare ({shown})",
+                               fix="run some first, e.g. dvc exp run --queue -S 'chunk.size=400,1200' && "
+                               "dvc queue start")
+    else:
+        candidates = [read_side(spec, cwd=cwd, metrics_dir=args.metrics_dir) for spec in args.candidates]
+    gate = names(args.metric) or _compare_gate()
+    options = {"gate": gate, "alpha": alpha, "max_drop": max_drop, "allow_corpus_change": args.allow_corpus_change,
+               "correction": correction}
+    if len(candidates) == 1:
+        result = compare(baseline, candidates[0], **options)
+        report = json.dumps(to_json(result), indent=2, sort_keys=True) + "\n" if args.json \
+            else render_markdown(result, top=top)
+        for name, why in left_out:
+            print(f"left out of --experiments: {name}: {why}", file=sys.stderr)
+        untested, regressions = result.untested, {result.candidate.label: result.regressions}
+    else:
+        many = compare_many(baseline, candidates, left_out=left_out, **options)
+        report = json.dumps(to_json_many(many), indent=2, sort_keys=True) + "\n" if args.json \
+            else render_markdown_many(many)
+        untested = {f"{m} ({r.side.label})": why for r in many.candidates for m, why in r.untested.items()}
+        regressions = {r.side.label: r.regressions for r in many.candidates}
+    print(report, end="")
+    if args.fail_on_regression and untested:
+        for metric, why in untested.items():
+            print(f"note: --fail-on-regression cannot gate on {metric}: no paired test ({why})", file=sys.stderr)
+    failed = {label: metrics for label, metrics in regressions.items() if metrics}
+    if args.fail_on_regression and failed:
+        which = "; ".join(", ".join(metrics) + (f" ({label})" if len(regressions) > 1 else "")
+                          for label, metrics in failed.items())
+        print(f"regression: {which} dropped significantly (corrected p < {alpha}) by more than {max_drop}",
+              file=sys.stderr)
+        return REGRESSION_EXIT
+    return 0
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from groundkit._outputs import check_file
+    from groundkit.artifacts import atomic_write_text
+    from groundkit.errors import CompareError
+    from groundkit.reports.compare import check_alpha, parse_options
+    from groundkit.reports.html import is_report, report
+
+    alpha = parse_options(args.alpha, "0", "0")[0]
+    if not (args.top_k.isascii() and args.top_k.isdigit() and int(args.top_k) > 0):
+        raise CompareError("--top-k", f"{args.top_k!r} is not a whole number from 1",
+                           fix="give how many passages to show per query, e.g. 10")
+    check_file(Path(args.out), command="report", what="a groundkit report", force=args.force, recognise=is_report,
+               inputs={})
+    page = report(args.run, args.baseline, cwd=Path.cwd(), metrics_dir=args.metrics_dir,
+                  gate=names(args.metric) or _compare_gate(), alpha=check_alpha(alpha),
+                  allow_corpus_change=args.allow_corpus_change, top_k=int(args.top_k))
+    atomic_write_text(Path(args.out), page)
+    print(f"report written to {args.out} ({len(page.encode('utf-8')) / 1024:.0f} KiB)")
+    return 0
+
+def _cmd_sweep_plot(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from groundkit._outputs import check_file
+    from groundkit.reports.sweep import plot_column, sweep_table
+
+    def is_sweep_table(path: Path) -> bool:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return False
+        return bool(lines) and lines[0].startswith("experiment,") and len({line.count(",") for line in lines}) == 1
+
+    check_file(Path(args.out), command="sweep-plot", what="a sweep table", inputs={}, force=args.force,
+               recognise=is_sweep_table)
+    params = names(args.param) or ["chunk.size", "chunk.overlap"]
+    metrics = names(args.metric) or _sweep_metrics()
+    table, left_out = sweep_table(Path.cwd(), params, Path(args.out), metrics)
+    print(table, end="")
+    if left_out:
+        print(f"left out {len(left_out)} (not comparable with this commit's run, or no result of their own):",
+              file=sys.stderr)
+        for name, reason in left_out:
+            print(f"  {name}: {reason}", file=sys.stderr)
+    print(f"\nwritten to {args.out}; draw it with:\n  dvc plots show {args.out} -x {plot_column(params[0])} "
+          f"-y {metrics[-1]} --template scatter", file=sys.stderr)
+    return 0
+
+def add(commands: Any) -> None:
+    """Add this module's subcommands."""
+    cmp = commands.add_parser(
+        "compare", help="pair runs query by query: deltas, 95%% CIs, corrected p-values, effect sizes, a verdict",
+        description="Compare a baseline with one candidate (the full report) or several (one table of the gated "
+        "metrics, their p-values corrected together). Each side is a git revision or DVC experiment name (its "
+        "committed metrics/), or a folder with per_query.csv and run.json (`groundkit run --out`, or a "
+        "workspace's metrics/).",
+    )
+    cmp.add_argument("baseline", help="revision, experiment name or results folder")
+    cmp.add_argument("candidates", nargs="*", metavar="candidate",
+                     help="one or more revisions, experiment names or results folders")
+    cmp.add_argument("--experiments", action="store_true",
+                     help="compare every experiment of the current commit (`dvc exp show`) with the baseline")
+    cmp.add_argument("--correction", default="holm",
+                     help="correction of the gated p-values for testing several: holm (default), bh "
+                     "(Benjamini-Hochberg) or none")
+    cmp.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
+                     help="metrics the verdict and --fail-on-regression look at "
+                     f"(default {', '.join(_compare_gate())})")
+    # Numbers are checked by compare itself, so a bad one gets the same one-line error as any input.
+    cmp.add_argument("--alpha", default="0.05", help="significance level, between 0 and 1 (default 0.05)")
+    cmp.add_argument("--max-drop", default="0",
+                     help="a significant drop no larger than this is tolerated (default 0)")
+    cmp.add_argument("--fail-on-regression", action="store_true",
+                     help=f"exit {REGRESSION_EXIT} if a --metric of any candidate dropped significantly (corrected p "
+                     "below --alpha) by more than --max-drop")
+    cmp.add_argument("--json", action="store_true", help="print the report as JSON")
+    cmp.add_argument("--top", default="15", help="queries listed per direction in Markdown (default 15)")
+    cmp.add_argument("--allow-corpus-change", action="store_true",
+                     help="compare runs scored over different corpora (different corpus_hash); the report says so")
+    cmp.add_argument("--metrics-dir", default="metrics", help="where a revision keeps per_query.csv and run.json")
+    cmp.set_defaults(handler=_cmd_compare)
+
+    rep = commands.add_parser(
+        "report", help="write one self-contained HTML page: charts, per-query table, gold quotes and passages",
+        description="RUN and BASE are what compare accepts: a git revision or DVC experiment name, or a folder "
+        "with per_query.csv and run.json. The passages come from the run's artifacts: a `groundkit run` folder, "
+        "a workspace's build/, or for a revision the local DVC cache.",
+    )
+    rep.add_argument("run", help="revision, experiment name or results folder")
+    rep.add_argument("--baseline", default=None, help="compare against this side (revision, experiment or folder)")
+    rep.add_argument("--out", required=True, help="the HTML file to write")
+    rep.add_argument("--force", action="store_true", help="replace a report written earlier at --out")
+    rep.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
+                     help=f"metrics of the verdict, as in compare (default {', '.join(_compare_gate())})")
+    rep.add_argument("--alpha", default="0.05", help="significance level, between 0 and 1 (default 0.05)")
+    rep.add_argument("--top-k", default="10", help="passages shown per query and run (default 10)")
+    rep.add_argument("--allow-corpus-change", action="store_true",
+                     help="compare runs scored over different corpora (different corpus_hash)")
+    rep.add_argument("--metrics-dir", default="metrics", help="where a revision keeps per_query.csv and run.json")
+    rep.set_defaults(handler=_cmd_report)
+
+    sweep = commands.add_parser(
+        "sweep-plot", help="one row per DVC experiment (params against metrics) as CSV for `dvc plots show`")
+    sweep.add_argument("--param", action="append", default=[], metavar="KEY[,KEY]",
+                       help="params.yaml keys to tabulate, the first is the x axis (default chunk.size,chunk.overlap)")
+    sweep.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
+                       help=f"answerable metrics to tabulate (default {', '.join(_sweep_metrics())})")
+    sweep.add_argument("--out", default="build/sweep.csv", help="CSV to write (default build/sweep.csv)")
+    sweep.add_argument("--force", action="store_true", help="replace the table of an earlier sweep-plot at --out")
+    sweep.set_defaults(handler=_cmd_sweep_plot)

@@ -49,7 +49,12 @@ def main(argv: Sequence[str] | None) -> int:
         if port.option is not None:
             key = port.artifact if isinstance(port, Output) else port.source
             given[key] = getattr(args, port.option.removeprefix("--").replace("-", "_"))
-    params = load_params(args.params, [*getattr(args, "set", []), *stage.overrides(given)])
+    repeated = getattr(args, "set", [])
+    if repeated:
+        # dvc.yaml repeats these values from the params file: a value the file cannot hold is reported
+        # against the file, not against its copy on the command line.
+        load_params(args.params, stage.overrides(given))
+    params = load_params(args.params, [*repeated, *stage.overrides(given)])
     step = importlib.import_module(stage.step)
     with fewer_collections():
         result = step.run(**stage.arguments(given, params))

@@ -6,6 +6,7 @@ Nothing of DVC is mocked. Each test works in its own copy of the working tree.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 
@@ -223,3 +224,26 @@ def test_exported_trec_files_agree_with_ir_measures(reproduced):
             assert float(rows[m.query_id][names[str(m.measure)]]) == pytest.approx(m.value, abs=1e-6)
             checked += 1
     assert checked >= 5 * 0.8 * len(answerable)
+
+
+def test_a_number_dvc_exp_run_writes_as_text_stops_the_first_stage_that_reads_it(reproduced):
+    """`dvc exp run -S chunk.size=010` writes `size: '010'` (text to YAML 1.2, which DVC reads params.yaml with).
+
+    The chunk stage, the first to run, refuses it naming params.yaml; it once read its command line's copy
+    with YAML 1.1, chunked at 8 characters, and left the index stage to fail on the file.
+    """
+    index = tree_digest(reproduced / "build" / "index")
+    result = run(["dvc", "exp", "run", "-S", "chunk.size=010"], reproduced, check=False)
+    try:
+        written = yaml.safe_load((reproduced / "params.yaml").read_text(encoding="utf-8"))["chunk"]["size"]
+        chunked = (reproduced / "build" / "chunks.jsonl").exists()  # DVC removes a stage's outputs before it runs
+    finally:
+        run(["git", "checkout", "--", "params.yaml"], reproduced)
+        run(["dvc", "checkout", "-q"], reproduced)
+    output = result.stdout + result.stderr
+    assert (written, result.returncode != 0, chunked) == ("010", True, False)
+    assert re.findall(r"Running stage '([^']+)'", output) == ["chunk"]
+    assert "params.yaml: key 'chunk.size': Input should be a valid integer (got '010')" in output
+    assert "Traceback" not in output
+    assert tree_digest(reproduced / "build" / "index") == index
+    assert json.loads(run(["dvc", "status", "--json"], reproduced).stdout) == {}

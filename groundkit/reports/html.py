@@ -454,7 +454,7 @@ def _number(value: float | None, metric: str, signed: bool = False) -> str:
 
 def _higher_is_better(metric: str) -> bool:
     """Every measure but the context a ranking costs (chars@k), where more is neither better nor worse."""
-    return MEASURES.parse(metric)[0] is not CHARS
+    return MEASURES.parse(metric)[0].directed
 
 
 def _metrics_table(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alpha: float) -> str:

@@ -314,7 +314,8 @@ def page_data(run: Input, base: Input | None, comparison: Comparison | None, *, 
             "rank": [None if before is None else _rank(before), _rank(after)],
             "ndcg": [value(base.side, j, k) if base is not None else None, value(side, i, k)],
             "move": _movement(before, after) if answerable else "",
-            "missed": answerable and value(side, i, hit) == 0.0,
+            # At the k the filter names ("no gold in the top k"), not at the deepest recall@k the run reports.
+            "missed": answerable and after > top_k,
             "abstained": [base.side.abstained[j] if base is not None and j is not None else None,
                           side.abstained[i]],
         }

@@ -297,6 +297,9 @@ def _cmd_pool(args: argparse.Namespace) -> int:
     print(f"{pooled} passages to review written to {out / pooling.REVIEW_MD} and {out / pooling.REVIEW_CSV}")
     if result.stale_marks:
         print(f"note: {result.stale_marks} earlier mark(s) dropped: their passage's text changed", file=sys.stderr)
+    if result.carried:
+        print(f"note: {len(result.carried)} earlier mark(s) on passages no longer pooled kept at the end of "
+              f"{out / pooling.REVIEW_CSV}", file=sys.stderr)
     return 0
 
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groundkit._guard import guarded
 from groundkit.scoring.measures import BUDGET_RECALL, CHARS, NDCG, RECALL
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # --metric defaults, named by the measure registry: the verdict of compare, and the columns of sweep-plot.
 COMPARE_GATE = [NDCG.label(10)]
@@ -125,15 +128,24 @@ def _cmd_judgments_fmt(args: argparse.Namespace) -> int:
 
 
 def _cmd_judgments_add(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
+
+    from groundkit.corpus.authoring import locked
+
+    corpus = _corpus(args.corpus)
+    path = Path(args.judgments)
+    # From reading the file to writing it back: another add (or fmt, or repair) waits rather than being overwritten.
+    with locked(path):
+        return _add(args, corpus, path)
+
+
+def _add(args: argparse.Namespace, corpus: dict[str, Any], path: Path) -> int:
+    import json
 
     from groundkit.corpus.authoring import elsewhere, insert, make_judgment, next_query_id, propose, read_for_add
     from groundkit.corpus.judgments import Category, GoldSpan
     from groundkit.errors import JudgmentsError
 
-    corpus = _corpus(args.corpus)
-    path = Path(args.judgments)
     existing = read_for_add(path)
     gold: list[GoldSpan] = []
     if args.category == Category.NO_ANSWER.value:
@@ -172,15 +184,26 @@ def _cmd_judgments_add(args: argparse.Namespace) -> int:
 
 
 def _cmd_judgments_repair(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from groundkit.corpus.authoring import locked
+
+    threshold = _share(args.min_similarity, "--min-similarity")
+    corpus = _corpus(args.corpus)
+    # --write reads, changes and writes the file back: under its lock, as add and fmt.
+    with locked(args.judgments) if args.write else contextlib.nullcontext():
+        return _repair(args, corpus, threshold)
+
+
+def _repair(args: argparse.Namespace, corpus: dict[str, Any], threshold: float) -> int:
     import json
 
     from groundkit.corpus.authoring import apply_repairs, repairs, word_diff
     from groundkit.corpus.judgments import load_judgments
     from groundkit.errors import JudgmentsError
 
-    threshold = _share(args.min_similarity, "--min-similarity")
     judgments = load_judgments(args.judgments)
-    found = repairs(judgments, _corpus(args.corpus))
+    found = repairs(judgments, corpus)
     if not found:
         print(f"{args.judgments}: every quote resolves exactly once; nothing to repair")
         return 0

@@ -21,11 +21,14 @@ behind ``groundkit.corpus.spans``), so a proposal resolves exactly as the pipeli
 from __future__ import annotations
 
 import bisect
+import contextlib
 import difflib
+import errno
+import fcntl
 import os
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +64,33 @@ _WORD = re.compile(r"\S+")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n\s*\n|\n(?=[ \t]*(?:[#>*+-]|\d+[.)])\s)")
 
 
+@contextlib.contextmanager
+def locked(path: str | Path) -> Iterator[None]:
+    """Hold the write lock of the judgments file ``path`` for one read-modify-write (add, fmt, repair --write).
+
+    Two commands that each read the file, change it and write it back would otherwise both read the old
+    text, and the second rename would drop the first one's line. The lock is ``flock`` on the folder that
+    holds the file (through a symbolic link, the folder of the file it points at, which :func:`rewrite`
+    replaces): the file itself is replaced by a rename, so a lock on it would lock the old copy, and a lock
+    file beside it would be a file groundkit leaves in the user's folder. Readers take no lock: every
+    write is a rename, so they see the old file or the new one whole. Where the file system offers no
+    locks (``flock`` refused), the commands run unlocked, as they did before.
+    """
+    folder = Path(os.path.realpath(path)).parent
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent  # the file's folder does not exist yet: the write will create it
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EBADF, errno.EINVAL):
+                raise
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
 def rewrite(path: Path, text: str) -> None:
     """Replace the judgments file ``path`` by ``text`` atomically, keeping its permissions.
 
@@ -91,12 +121,13 @@ def fmt(path: str | Path) -> tuple[int, bool]:
         JudgmentsError: a line that does not validate, or an id used twice (nothing is written).
     """
     path = Path(path)
-    judgments = load_judgments(path, ordered=False)
-    text = canonical_text(judgments)
-    if path.read_bytes() == text.encode("utf-8"):
-        return len(judgments), False
-    rewrite(path, text)
-    return len(judgments), True
+    with locked(path):
+        judgments = load_judgments(path, ordered=False)
+        text = canonical_text(judgments)
+        if path.read_bytes() == text.encode("utf-8"):
+            return len(judgments), False
+        rewrite(path, text)
+        return len(judgments), True
 
 
 def check_formatted(path: str | Path, judgments: Sequence[Judgment]) -> None:
@@ -300,6 +331,8 @@ def make_judgment(query_id: str, query: str, category: str, gold: list[GoldSpan]
 def insert(path: Path, judgments: Sequence[Judgment], new: Judgment) -> int:
     """Write ``new`` into ``path`` at its place in id order, every other line unchanged; return its line number.
 
+    ``judgments`` must be the file's judgments as read under the same :func:`locked` as this call.
+
     Raises:
         JudgmentsError: ``new``'s id is taken.
     """
@@ -479,7 +512,10 @@ def word_diff(old: str, new: str) -> str:
 
 
 def apply_repairs(path: str | Path, judgments: Sequence[Judgment], accepted: Sequence[Repair]) -> None:
-    """Replace the quotes of ``accepted`` in ``path`` (atomically); lines without a repair stay as they were."""
+    """Replace the quotes of ``accepted`` in ``path`` (atomically); lines without a repair stay as they were.
+
+    ``judgments`` must be the file's judgments as read under the same :func:`locked` as this call.
+    """
     path = Path(path)
     if not accepted:
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -276,3 +277,49 @@ def test_rewriting_keeps_a_symlink_a_link_and_the_file_mode(tmp_path):
     assert fmt(link) == (2, True)
     assert link.is_symlink() and (real.stat().st_mode & 0o777) == 0o640
     assert real.read_text(encoding="utf-8") == lines_of([RECORDS[0], RECORDS[2]])
+
+
+# --- concurrent writers
+
+
+def test_concurrent_writers_keep_every_line_and_the_id_order(workspace):
+    """Four commands at once that read, change and write the file back: add, fmt and repair --write.
+
+    Five thousand padding judgments (written with their keys out of canonical order, for fmt to rewrite) make
+    each read and write take long enough that, unlocked, two commands' read-modify-writes overlapped: one
+    rename dropped the other's line, or two adds took the same next id.
+    """
+    from tests.dvc_helpers import BIN, env
+
+    corpus, judgments = workspace
+    padding = [{"category": "no_answer", "gold": [], "query": f"padding {i}", "query_id": f"p{i:05d}"}
+               for i in range(5000)]
+    judgments.write_text(lines_of(padding + RECORDS), encoding="utf-8")
+    added = []
+
+    def add(number: int) -> list[str]:
+        added.append(f"which replica holds lease {number}")
+        return ["judgments", "add", *args(corpus, judgments), "--query", added[-1], "--document", "leases.md",
+                "--search", "lease is held"]
+
+    rounds = [[add(4 * r + i) for i in range(4)] for r in range(3)]
+    rounds.append([add(12), add(13), ["judgments", "fmt", "--judgments", str(judgments)],
+                   ["judgments", "repair", *args(corpus, judgments), "--write"]])
+    for number, commands in enumerate(rounds):
+        if number == len(rounds) - 1:
+            (corpus / "ops" / "backup.md").write_text(EDITED, encoding="utf-8")  # q1's and q2's quotes break
+        started = [subprocess.Popen([str(BIN / "groundkit"), *command], env=env(), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True) for command in commands]
+        for process, command in zip(started, commands, strict=True):
+            out, err = process.communicate()
+            assert process.returncode == 0, (command, err)
+            assert command[1] != "add" or out.splitlines()[-1].startswith(f"added at {judgments}:"), out
+
+    loaded = load_judgments(judgments)  # ids unique and ascending, or it raises
+    assert len(loaded) == len(padding) + len(RECORDS) + len(added)
+    assert sorted(j.query for j in loaded if j.query.startswith("which replica holds lease")) == sorted(added)
+    assert [j.query_id for j in loaded][-len(added) - len(RECORDS):] == \
+        [f"p{i:05d}" for i in range(5000, 5000 + len(added))] + ["q1", "q2", "q4"]
+    assert [g.quote for j in loaded if j.query_id in ("q1", "q2") for g in j.gold] == [
+        "A full backup runs weekly on Saturday night", "Incremental backups run every hour", "keep 35 days of history"]
+    assert main(["judgments", "check", *args(corpus, judgments)]) == 0  # canonical, and every quote resolves

@@ -203,7 +203,9 @@ def _repair(args: argparse.Namespace, corpus: dict[str, Any], threshold: float) 
     from groundkit.errors import JudgmentsError
 
     judgments = load_judgments(args.judgments)
-    found = repairs(judgments, corpus)
+    broken = sorted({g.document for j in judgments for g in j.gold
+                     if g.quote is not None and g.document in corpus and corpus[g.document].text.count(g.quote) != 1})
+    found = repairs(judgments, corpus, previous=_committed(args.corpus, broken))
     if not found:
         print(f"{args.judgments}: every quote resolves exactly once; nothing to repair")
         return 0
@@ -217,7 +219,7 @@ def _repair(args: argparse.Namespace, corpus: dict[str, Any], threshold: float) 
         print(f"  + {json.dumps(r.proposal, ensure_ascii=False)}")
         print(f"  ~ {word_diff(r.quote, r.proposal)}")
         verdict = (("applied" if args.write else "--write applies it") if r.applies(threshold) else
-                   f"below {threshold:g}: left for a person")
+                   f"left for a person: {r.held}" if r.held else f"below {threshold:g}: left for a person")
         print(f"  similarity {r.similarity:.3f} at line:col {r.place}: {verdict}")
     if args.write:
         apply_repairs(args.judgments, judgments, accepted)
@@ -231,6 +233,32 @@ def _repair(args: argparse.Namespace, corpus: dict[str, Any], threshold: float) 
         raise JudgmentsError(args.judgments, f"{left} quote(s) still do not resolve",
                              fix="edit them by hand: copy a passage verbatim from the document's current text")
     return 0
+
+
+def _committed(corpus_root: str, documents: list[str]) -> dict[str, str]:
+    """The text git last committed of each document under ``corpus_root`` that differs from it now.
+
+    That is the text ``repair`` compares a proposal with: a passage the committed document held beside a
+    quote that resolved there is another sentence, not the quote's edited text. Nothing when the corpus
+    is not in a git repository, or a document is not committed.
+    """
+    import subprocess
+    from pathlib import Path
+
+    texts = {}
+    for document in documents:
+        try:
+            shown = subprocess.run(["git", "show", f"HEAD:./{document}"], cwd=Path(corpus_root), capture_output=True,
+                                   check=False)
+        except OSError:  # no git here: nothing to compare with
+            return {}
+        if shown.returncode != 0:
+            continue
+        try:
+            texts[document] = shown.stdout.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return texts
 
 
 def _share(text: str, option: str) -> float:

@@ -12,7 +12,11 @@
 * ``repair`` re-anchors quotes that no longer resolve after a document was
   edited: for each, the most similar passage of the document's current text,
   with a word diff and its similarity. ``--write`` applies only proposals at
-  or above ``REPAIR_THRESHOLD``; the rest are left for a person.
+  or above ``REPAIR_THRESHOLD``; the rest are left for a person, and so is a
+  proposal that is not an edit of the quote but another fact: one that
+  overlaps another gold quote, one the document already held when the quote
+  still resolved, or any proposal for a quote that now occurs in another
+  document (the sentence moved there).
 
 Quotes are located with the span resolver (:func:`groundkit.corpus.passage.locate_once`,
 behind ``groundkit.corpus.spans``), so a proposal resolves exactly as the pipeline will.
@@ -374,9 +378,11 @@ class Repair:
     proposal: str | None
     similarity: float
     place: str = ""
+    held: str = ""
+    """Why the proposal is left for a person whatever its similarity (empty: it applies at the threshold)."""
 
     def applies(self, threshold: float) -> bool:
-        return self.proposal is not None and self.similarity >= threshold
+        return self.proposal is not None and not self.held and self.similarity >= threshold
 
 
 def similarity(old: str, new: str) -> float:
@@ -464,8 +470,24 @@ def _whole_phrase(quote: str, text: str, spans: Sequence[tuple[int, int]], first
     return first, last
 
 
-def repairs(judgments: Sequence[Judgment], corpus: Mapping[str, Document]) -> list[Repair]:
-    """Every gold quote that does not resolve exactly once, with the nearest unique passage where there is one."""
+def repairs(judgments: Sequence[Judgment], corpus: Mapping[str, Document], *,
+            previous: Mapping[str, str] | None = None) -> list[Repair]:
+    """Every gold quote that does not resolve exactly once, with the nearest unique passage where there is one.
+
+    A proposal is only offered for a person to judge (:attr:`Repair.held`) when it is likely another fact than
+    the quote's, however similar: when it overlaps a quote of any judgment that still resolves (re-anchoring q1
+    on q2's answer), when ``previous`` (a document's text as it was when its quotes resolved, e.g. as git last
+    committed it) already held it beside the quote, or when the quote now occurs in another document.
+    """
+    anchored: dict[str, list[tuple[int, int, str]]] = {}
+    for judgment in judgments:
+        for index, gold in enumerate(judgment.gold):
+            document = corpus.get(gold.document)
+            if gold.quote is not None and document is not None:
+                located = locate_once(document, gold.quote)
+                if not isinstance(located, NotOnce):
+                    anchored.setdefault(gold.document, []).append(
+                        (located.start, located.end, f"{judgment.query_id}'s gold quote {index + 1}"))
     found: list[Repair] = []
     for judgment in judgments:
         for index, gold in enumerate(judgment.gold):
@@ -491,9 +513,28 @@ def repairs(judgments: Sequence[Judgment], corpus: Mapping[str, Document]) -> li
                 found.append(Repair(**common, problem="not found, and no passage of the document is near it",
                                     proposal=None, similarity=0.0))
                 continue
+            before = None if previous is None else previous.get(gold.document)
             found.append(Repair(**common, problem="not found", proposal=proposal.quote,
-                                similarity=similarity(gold.quote, proposal.quote), place=proposal.place))
+                                similarity=similarity(gold.quote, proposal.quote), place=proposal.place,
+                                held=_another_fact(gold.quote, proposal, anchored, corpus, before)))
     return found
+
+
+def _another_fact(quote: str, proposal: Proposal, anchored: Mapping[str, Sequence[tuple[int, int, str]]],
+                  corpus: Mapping[str, Document], before: str | None) -> str:
+    """Why ``proposal`` is likely not ``quote`` edited but another fact of the document; empty if nothing says so."""
+    path = proposal.document.path
+    moved = [other for other, document in sorted(corpus.items()) if other != path and quote in document.text]
+    if moved:
+        return (f"the quote now occurs in {', '.join(moved)}: the sentence moved; if it still answers, point the "
+                "gold quote at that document")
+    for start, end, label in anchored.get(path, ()):
+        if start < proposal.end and proposal.start < end:
+            return f"the passage overlaps {label}, another fact of the document"
+    if before is not None and before.count(quote) == 1 and proposal.quote in before:
+        return ("the document held this passage already when the quote still resolved (as committed): it is "
+                "another sentence, not the quote's edited text")
+    return ""
 
 
 def word_diff(old: str, new: str) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groundkit.corpus.passage import Chunk
-from groundkit.retrieval.bm25 import BM25Index
+from groundkit.retrieval.bm25 import load_for
 from groundkit.retrieval.dense import build as build_dense
 from groundkit.retrieval.kinds import Ranking, Retriever
 
@@ -47,5 +47,5 @@ class HybridRetriever:
 
 def build(params: Params, chunks: Sequence[Chunk], index_dir: Path, embeddings_dir: Path) -> Retriever:
     """BM25 over the index and dense over the embeddings, fused with ``hybrid.rrf_k``."""
-    return HybridRetriever(chunks, BM25Index.load(index_dir), build_dense(params, chunks, index_dir, embeddings_dir),
+    return HybridRetriever(chunks, load_for(params, index_dir), build_dense(params, chunks, index_dir, embeddings_dir),
                            params.hybrid.rrf_k)

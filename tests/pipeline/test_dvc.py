@@ -5,6 +5,7 @@ Nothing of DVC is mocked. Each test works in its own copy of the working tree.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -147,13 +148,16 @@ def test_external_run_through_dvc_equals_score_run(tmp_path_factory, tmp_path):
     assert json.loads((out / "metrics.json").read_text()) != json.loads(baseline)
     # Editing the external run re-runs retrieve: DVC tracks the file named by retrieve.run.
     example = repo / "examples" / "runs" / "langchain_example.jsonl"
-    # Score depends on the file too (run.json records its SHA-256): re-spacing its JSON changes no
-    # ranking and no passage, so only that dependency makes score run again.
+    # Re-spacing its JSON changes no ranking and no passage: only the SHA-256 the retrieve stage records of the
+    # bytes it read, which score checks against the file and run.json reports.
     built = tree_digest(repo / "build")
     example.write_text("".join(json.dumps(json.loads(line), separators=(",", ":")) + "\n"
                                for line in example.read_text().splitlines()))
     assert repro(repo)[0] == {"retrieve", "score", "report"}
-    assert tree_digest(repo / "build") == built
+    changed = {k for k, v in tree_digest(repo / "build").items() if built.get(k) != v}
+    assert changed == {"build/passages/params.json"}
+    digest = hashlib.sha256(example.read_bytes()).hexdigest()
+    assert json.loads((repo / "metrics" / "run.json").read_text())["external_run"]["sha256"] == digest
     example.write_text("".join(line for line in example.read_text().splitlines(keepends=True)
                                if '"q001"' not in line))
     assert {"retrieve", "score"} <= repro(repo)[0]

@@ -7,11 +7,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_directory, read_models, write_models
+from groundkit.artifacts import atomic_directory, atomic_write_text, dumps_json, file_sha256, read_models, write_models
 from groundkit.corpus.passage import Chunk, Document, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
+from groundkit.errors import RunFileError
 from groundkit.execution import open_engine
-from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES_FILE, written_by
+from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES_FILE, RUN_PARAMS_FILE, written_by
 from groundkit.retrieval.kinds import Run, Sources, kind_of
 from groundkit.retrieval.registry import retrieve
 from groundkit.retrieval.trec import write_run
@@ -37,7 +38,8 @@ def run(
     """Rank passages for every judgment's query with the retriever ``retrieve.retriever`` names.
 
     Writes a TREC run and a folder holding ``passages.jsonl``: the passages ranked that
-    are not chunks (an external run's), empty when the chunks are what was ranked. A
+    are not chunks (an external run's), empty when the chunks are what was ranked, and
+    ``params.json``: the params the run was ranked with (see :func:`ranked_with`). A
     judgment's ``exclude_documents`` leave its ranking here, before the run is written.
     """
 
@@ -48,21 +50,48 @@ def run(
         index_dir=index_dir,
         embeddings_dir=embeddings_dir,
     )
+    kind = kind_of(params.retrieve.retriever)
+    external = None if kind.searches else Path(params.retrieve.run)
+    # Hashed before and after it is read: run.json reports the SHA-256 of the very bytes ranked.
+    before = _run_file_sha256(external) if external is not None and external.is_file() else None
     with ExitStack() as opened:
         def search_index(index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
             # The engine is opened (Ray connected) only when a BM25 index is searched on its own.
             return opened.enter_context(open_engine(params.execution)).search(index, queries, depth)
 
         ranked = retrieve(params, sources, [(j.query_id, j.query) for j in judgments], search_index=search_index)
+    if external is not None and (before is None or _run_file_sha256(external) != before):
+        raise RunFileError(external, "changed while the retrieve stage read it", fix="run the stage again (dvc "
+                           "repro -f -s retrieve && dvc repro; with groundkit run: run it again)")
     excluded = {j.query_id: frozenset(j.exclude_documents) for j in judgments if j.exclude_documents}
     if excluded:
         # Applied to the run itself, so the exported run.trec scores the same in ir_measures as here.
-        kind = kind_of(params.retrieve.retriever)
         ranked = ranked.excluding(excluded, sources.chunks() if kind.searches else ranked.passages)
     with atomic_directory(out_passages) as folder:
         write_models(folder / PASSAGES_FILE, ranked.passages, Excerpt)
-    write_run(out_run, ranked.rankings, kind_of(params.retrieve.retriever).run_tag)
+        atomic_write_text(folder / RUN_PARAMS_FILE, dumps_json(ranked_with(params, before)))
+    write_run(out_run, ranked.rankings, kind.run_tag)
     return ranked
+
+
+def ranked_with(params: Params, run_sha256: str | None) -> dict[str, object]:
+    """What the run was ranked with, as run.json reports it: every params section the retriever's numbers depend
+    on but the chunk params (the chunk stage records those) and score's own, and the external run file's name and
+    SHA-256. BM25's and the tokenizer's are the index's (bm25.load_for checked them), dense's the embeddings'.
+    """
+    record: dict[str, object] = {name: section for name, section in params.result_params().items()
+                                 if name not in ("chunk", "score")}
+    if run_sha256 is not None:
+        record["external_run"] = {"name": Path(params.retrieve.run).name, "sha256": run_sha256}
+    return record
+
+
+def _run_file_sha256(path: Path) -> str:
+    try:
+        return file_sha256(path)
+    except OSError as exc:
+        raise RunFileError(path, f"cannot be read ({exc.strerror})",
+                           fix="check retrieve.run in params.yaml and the file's permissions") from None
 
 
 def summary(ranked: Run, params: Params) -> str:

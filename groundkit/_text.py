@@ -26,7 +26,7 @@ def decode_utf8_lf(path: str | Path, data: bytes, *, error: type[InputError], ha
     runs whose inputs differ.
     """
     if data.startswith(BOM):
-        raise _bom(path, error)
+        raise bom_error(path, error)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -47,7 +47,7 @@ def utf8_lf_lines(path: str | Path, handle: BinaryIO, *, error: type[InputError]
         # A multi-byte UTF-8 character never contains the byte 0x0a, so splitting bytes at LF is safe.
         data = raw.removesuffix(b"\n")
         if number == 1 and data.startswith(BOM):
-            raise _bom(path, error)
+            raise bom_error(path, error)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -58,7 +58,8 @@ def utf8_lf_lines(path: str | Path, handle: BinaryIO, *, error: type[InputError]
         yield number, text
 
 
-def _bom(path: str | Path, error: type[InputError]) -> InputError:
+def bom_error(path: str | Path, error: type[InputError]) -> InputError:
+    """The refusal of a file that starts with a byte order mark: every reader of text files says it alike."""
     return error(path, "starts with a UTF-8 byte order mark, which would become part of the text",
                  fix="save the file as UTF-8 without BOM", line=1)
 

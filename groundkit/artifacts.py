@@ -614,10 +614,10 @@ def iter_models(path: str | Path, model: type[M], *, producer: str) -> Iterator[
                 ) from None
 
 
-def read_json(path: str | Path, *, producer: str) -> Any:
-    """Read a JSON artifact."""
+def read_json(path: str | Path, *, producer: str, sealed: bool = False) -> Any:
+    """Read a JSON artifact (checked against its seal first, with ``sealed``)."""
     path = Path(path)
-    text = _artifact_text(path, producer)
+    text = _artifact_text(path, producer, sealed)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

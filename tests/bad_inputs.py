@@ -413,6 +413,10 @@ BEIR_CASES: dict[str, BeirCase] = {
                                              "thousands of digits"),
     "corpus: NaN": BeirCase("corpus.jsonl", 4, _with_field("NaN"), "corpus.jsonl:4", "NaN is not a JSON number"),
     "queries: 1e400": BeirCase("queries.jsonl", 2, _with_field("-1e400"), "queries.jsonl:2", "too large to represent"),
+    # A byte order mark, as Windows editors save "UTF-8": named as the document loader names it.
+    **{f"{name}: byte order mark": BeirCase(file, 1, lambda line: "\ufeff" + line, f"{file}:1",
+                                            "starts with a UTF-8 byte order mark")
+       for name, file in (("corpus", "corpus.jsonl"), ("queries", "queries.jsonl"), ("qrels", "qrels/test.tsv"))},
 }
 
 

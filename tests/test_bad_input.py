@@ -181,7 +181,10 @@ def _forged_pickle(ws: Path) -> None:
     np.save(array, np.array([{"payload": "os.system"}], dtype=object), allow_pickle=True)
     manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
     manifest["files"]["seg-00000/data.npy"] = hashlib.sha256(array.read_bytes()).hexdigest()
-    (index / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    text = json.dumps(manifest) + "\n"
+    (index / "manifest.json").write_text(text, encoding="utf-8")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()  # and the manifest's own seal
+    (index / "manifest.json.sha256").write_text(f"{digest}  manifest.json\n", encoding="utf-8")
 
 
 def _chunk_text_edited(line: str) -> str:
@@ -213,7 +216,12 @@ ARTIFACT_CASES: dict[str, tuple[Callable[[Path], None], str, str, str]] = {
     "index vocabulary edited": (_edit_text("build/index/vocab.json", "snapshot", "snapshoT"), "retrieve",
                                 "vocab.json", "SHA-256"),
     "index manifest truncated": (_truncate("build/index/manifest.json"), "retrieve", "manifest.json",
-                                 "not a valid index manifest"),
+                                 "does not match the SHA-256 in manifest.json.sha256"),
+    # Every other file's SHA-256 is in the manifest: another tokenizer there re-tokenized every query silently.
+    "index manifest edited": (_edit_text("build/index/manifest.json", '"stemmer": "none"', '"stemmer": "english"'),
+                              "retrieve", "build/index/manifest.json",
+                              "does not match the SHA-256 in manifest.json.sha256: it was truncated or edited after "
+                              "the index stage wrote it"),
     "index array forged as a pickle": (_forged_pickle, "retrieve", "build/index", "not a groundkit index array"),
     "gold spans lose a judgment": (_drop_last_line("build/gold_spans.jsonl"), "retrieve", "build/gold_spans.jsonl",
                                    "truncated or edited"),

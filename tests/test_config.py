@@ -119,3 +119,64 @@ def test_a_merge_key_may_be_overridden_beside_it(tmp_path):
     # `<<` copies defaults that the keys next to it are meant to replace: not a duplicate.
     text = "retrieve:\n  retriever: python:m:f\n  options:\n    <<: {top: 5, model: a}\n    top: 6\n"
     assert load_params(write(tmp_path, text)).retrieve.options == {"top": 6, "model": "a"}
+
+
+# --- YAML 1.2, as DVC reads params.yaml
+
+# Plain scalars whose reading differs between YAML 1.1 (PyYAML) and YAML 1.2 (ruamel.yaml, DVC's reader), or
+# between YAML and the grammar of `dvc exp run -S`, besides forms every reader takes alike.
+SCALARS = ["010", "0x10", "0o10", "0b11", "1:20", "0:9", "00", "1_000", "yes", "off", "1e3", "1.0e+3", ".5", "400",
+           "0.9", "-0", "true", "Null", "~", "2020-01-01", ".inf", "[1, 3]", "{a: 1}", "'010'", '"0x10"']
+
+
+@pytest.mark.parametrize("scalar", SCALARS)
+def test_params_values_are_read_as_dvc_reads_them(tmp_path, scalar):
+    # DVC's own reader of params.yaml (dvc.utils.serialize.parse_yaml), called as DVC calls it: the reference.
+    from dvc.utils.serialize import parse_yaml
+    from ruamel.yaml import YAML
+
+    from groundkit.config import read_params_file
+
+    text = f"retrieve:\n  options:\n    value: {scalar}\n"
+    expected = parse_yaml(text, "params.yaml")
+    assert expected == YAML(typ="safe").load(text)
+    assert read_params_file(write(tmp_path, text)) == expected
+
+
+def test_a_value_yaml_1_1_reads_as_a_number_is_text_to_dvc_and_refused_where_a_number_is_due(tmp_path):
+    # PyYAML (YAML 1.1) reads 1:40 as 100 (sexagesimal); DVC (YAML 1.2) reads the text '1:40'.
+    with pytest.raises(ParamsError) as info:
+        load_params(write(tmp_path, "retrieve:\n  depth: 1:40\n"))
+    assert (info.value.key, info.value.problem) == ("retrieve.depth", "Input should be a valid integer (got '1:40')")
+    assert "plain decimal number, unquoted" in info.value.fix
+    # As `dvc exp run -S chunk.size=010` writes it: quoted, because YAML 1.2 would read 010 as 10.
+    with pytest.raises(ParamsError) as info:
+        load_params(write(tmp_path, "chunk:\n  size: '010'\n"))
+    assert (info.value.key, info.value.problem) == ("chunk.size", "Input should be a valid integer (got '010')")
+
+
+@pytest.mark.parametrize(("value", "told"), [
+    ("010", "10 by YAML 1.2 (how DVC and groundkit read params.yaml), 8 by YAML 1.1, the text '010' by "
+            "`dvc exp run -S`"),
+    ("0x10", "16 by YAML 1.2 (how DVC and groundkit read params.yaml) and YAML 1.1, the text '0x10' by "
+             "`dvc exp run -S`"),
+    ("1:20", "the text '1:20' by YAML 1.2 (how DVC and groundkit read params.yaml), 80 by YAML 1.1"),
+    ("0o10", "8 by YAML 1.2 (how DVC and groundkit read params.yaml), the text '0o10' by YAML 1.1 and "
+             "`dvc exp run -S`"),
+    ("1_000", "1000 by YAML 1.2 (how DVC and groundkit read params.yaml) and YAML 1.1, the text '1_000' by "
+              "`dvc exp run -S`"),
+], ids=["010", "0x10", "1:20", "0o10", "1_000"])
+def test_a_set_value_the_readers_disagree_on_is_refused_and_says_why(value, told):
+    with pytest.raises(ParamsError) as info:
+        load_params(None, [f"chunk.size={value}"])
+    assert (info.value.path, info.value.key) == ("--set", "chunk.size")
+    assert info.value.problem == f"chunk.size={value} is not read alike: {told}"
+    assert "plain decimal" in info.value.fix
+
+
+@pytest.mark.parametrize(("value", "read"), [("400", 400), ("1e3", 1000.0), (".5", 0.5), ("1.", 1.0), ("-0", 0),
+                                             ("yes", "yes"), ("'010'", "010"), ("[1, 5]", [1, 5])])
+def test_a_set_value_every_reader_takes_alike_is_read_as_yaml_1_2(value, read):
+    from groundkit.config import apply_overrides
+
+    assert apply_overrides({}, [f"retrieve.options.x={value}"]) == {"retrieve": {"options": {"x": read}}}

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groundkit.cli._common import categories, corpus_by_path
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def _cmd_judgments_check(args: argparse.Namespace) -> int:
@@ -27,15 +30,24 @@ def _cmd_judgments_fmt(args: argparse.Namespace) -> int:
     return 0
 
 def _cmd_judgments_add(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
+
+    from groundkit.corpus.authoring import locked
+
+    corpus = corpus_by_path(args.corpus)
+    path = Path(args.judgments)
+    # From reading the file to writing it back: another add (or fmt, or repair) waits rather than being overwritten.
+    with locked(path):
+        return _add(args, corpus, path)
+
+
+def _add(args: argparse.Namespace, corpus: dict[str, Any], path: Path) -> int:
+    import json
 
     from groundkit.corpus.authoring import elsewhere, insert, make_judgment, next_query_id, propose, read_for_add
     from groundkit.corpus.judgments import Category, GoldSpan
     from groundkit.errors import JudgmentsError
 
-    corpus = corpus_by_path(args.corpus)
-    path = Path(args.judgments)
     existing = read_for_add(path)
     gold: list[GoldSpan] = []
     if args.category == Category.NO_ANSWER.value:
@@ -73,15 +85,28 @@ def _cmd_judgments_add(args: argparse.Namespace) -> int:
     return 0
 
 def _cmd_judgments_repair(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from groundkit.corpus.authoring import locked
+
+    threshold = _share(args.min_similarity, "--min-similarity")
+    corpus = corpus_by_path(args.corpus)
+    # --write reads, changes and writes the file back: under its lock, as add and fmt.
+    with locked(args.judgments) if args.write else contextlib.nullcontext():
+        return _repair(args, corpus, threshold)
+
+
+def _repair(args: argparse.Namespace, corpus: dict[str, Any], threshold: float) -> int:
     import json
 
     from groundkit.corpus.authoring import apply_repairs, repairs, word_diff
     from groundkit.corpus.judgments import load_judgments
     from groundkit.errors import JudgmentsError
 
-    threshold = _share(args.min_similarity, "--min-similarity")
     judgments = load_judgments(args.judgments)
-    found = repairs(judgments, corpus_by_path(args.corpus))
+    broken = sorted({g.document for j in judgments for g in j.gold
+                     if g.quote is not None and g.document in corpus and corpus[g.document].text.count(g.quote) != 1})
+    found = repairs(judgments, corpus, previous=_committed(args.corpus, broken))
     if not found:
         print(f"{args.judgments}: every quote resolves exactly once; nothing to repair")
         return 0
@@ -95,7 +120,7 @@ def _cmd_judgments_repair(args: argparse.Namespace) -> int:
         print(f"  + {json.dumps(r.proposal, ensure_ascii=False)}")
         print(f"  ~ {word_diff(r.quote, r.proposal)}")
         verdict = (("applied" if args.write else "--write applies it") if r.applies(threshold) else
-                   f"below {threshold:g}: left for a person")
+                   f"left for a person: {r.held}" if r.held else f"below {threshold:g}: left for a person")
         print(f"  similarity {r.similarity:.3f} at line:col {r.place}: {verdict}")
     if args.write:
         apply_repairs(args.judgments, judgments, accepted)
@@ -109,6 +134,32 @@ def _cmd_judgments_repair(args: argparse.Namespace) -> int:
         raise JudgmentsError(args.judgments, f"{left} quote(s) still do not resolve",
                              fix="edit them by hand: copy a passage verbatim from the document's current text")
     return 0
+
+def _committed(corpus_root: str, documents: list[str]) -> dict[str, str]:
+    """The text git last committed of each document under ``corpus_root`` that differs from it now.
+
+    That is the text ``repair`` compares a proposal with: a passage the committed document held beside a
+    quote that resolved there is another sentence, not the quote's edited text. Nothing when the corpus
+    is not in a git repository, or a document is not committed.
+    """
+    import subprocess
+    from pathlib import Path
+
+    texts = {}
+    for document in documents:
+        try:
+            shown = subprocess.run(["git", "show", f"HEAD:./{document}"], cwd=Path(corpus_root), capture_output=True,
+                                   check=False)
+        except OSError:  # no git here: nothing to compare with
+            return {}
+        if shown.returncode != 0:
+            continue
+        try:
+            texts[document] = shown.stdout.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return texts
+
 
 def _share(text: str, option: str) -> float:
     import math
@@ -196,6 +247,9 @@ def _cmd_pool(args: argparse.Namespace) -> int:
     print(f"{pooled} passages to review written to {out / pooling.REVIEW_MD} and {out / pooling.REVIEW_CSV}")
     if result.stale_marks:
         print(f"note: {result.stale_marks} earlier mark(s) dropped: their passage's text changed", file=sys.stderr)
+    if result.carried:
+        print(f"note: {len(result.carried)} earlier mark(s) on passages no longer pooled kept at the end of "
+              f"{out / pooling.REVIEW_CSV}", file=sys.stderr)
     return 0
 
 

@@ -154,8 +154,8 @@ def add(commands: Any) -> None:
                      help="correction of the gated p-values for testing several: holm (default), bh "
                      "(Benjamini-Hochberg) or none")
     cmp.add_argument("--metric", action="append", default=[], metavar="NAME[,NAME]",
-                     help="metrics the verdict and --fail-on-regression look at "
-                     f"(default {', '.join(_compare_gate())})")
+                     help="metrics the verdict and --fail-on-regression look at, each counted once; not chars@k, "
+                     f"which is neither better nor worse by itself (default {', '.join(_compare_gate())})")
     # Numbers are checked by compare itself, so a bad one gets the same one-line error as any input.
     cmp.add_argument("--alpha", default="0.05", help="significance level, between 0 and 1 (default 0.05)")
     cmp.add_argument("--max-drop", default="0",

@@ -12,7 +12,11 @@
 * ``repair`` re-anchors quotes that no longer resolve after a document was
   edited: for each, the most similar passage of the document's current text,
   with a word diff and its similarity. ``--write`` applies only proposals at
-  or above ``REPAIR_THRESHOLD``; the rest are left for a person.
+  or above ``REPAIR_THRESHOLD``; the rest are left for a person, and so is a
+  proposal that is not an edit of the quote but another fact: one that
+  overlaps another gold quote, one the document already held when the quote
+  still resolved, or any proposal for a quote that now occurs in another
+  document (the sentence moved there).
 
 Quotes are located with the span resolver (:func:`groundkit.corpus.passage.locate_once`,
 behind ``groundkit.corpus.spans``), so a proposal resolves exactly as the pipeline will.
@@ -21,11 +25,14 @@ behind ``groundkit.corpus.spans``), so a proposal resolves exactly as the pipeli
 from __future__ import annotations
 
 import bisect
+import contextlib
 import difflib
+import errno
+import fcntl
 import os
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +68,33 @@ _WORD = re.compile(r"\S+")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n\s*\n|\n(?=[ \t]*(?:[#>*+-]|\d+[.)])\s)")
 
 
+@contextlib.contextmanager
+def locked(path: str | Path) -> Iterator[None]:
+    """Hold the write lock of the judgments file ``path`` for one read-modify-write (add, fmt, repair --write).
+
+    Two commands that each read the file, change it and write it back would otherwise both read the old
+    text, and the second rename would drop the first one's line. The lock is ``flock`` on the folder that
+    holds the file (through a symbolic link, the folder of the file it points at, which :func:`rewrite`
+    replaces): the file itself is replaced by a rename, so a lock on it would lock the old copy, and a lock
+    file beside it would be a file groundkit leaves in the user's folder. Readers take no lock: every
+    write is a rename, so they see the old file or the new one whole. Where the file system offers no
+    locks (``flock`` refused), the commands run unlocked, as they did before.
+    """
+    folder = Path(os.path.realpath(path)).parent
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent  # the file's folder does not exist yet: the write will create it
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EBADF, errno.EINVAL):
+                raise
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
 def rewrite(path: Path, text: str) -> None:
     """Replace the judgments file ``path`` by ``text`` atomically, keeping its permissions.
 
@@ -91,12 +125,13 @@ def fmt(path: str | Path) -> tuple[int, bool]:
         JudgmentsError: a line that does not validate, or an id used twice (nothing is written).
     """
     path = Path(path)
-    judgments = load_judgments(path, ordered=False)
-    text = canonical_text(judgments)
-    if path.read_bytes() == text.encode("utf-8"):
-        return len(judgments), False
-    rewrite(path, text)
-    return len(judgments), True
+    with locked(path):
+        judgments = load_judgments(path, ordered=False)
+        text = canonical_text(judgments)
+        if path.read_bytes() == text.encode("utf-8"):
+            return len(judgments), False
+        rewrite(path, text)
+        return len(judgments), True
 
 
 def check_formatted(path: str | Path, judgments: Sequence[Judgment]) -> None:
@@ -300,6 +335,8 @@ def make_judgment(query_id: str, query: str, category: str, gold: list[GoldSpan]
 def insert(path: Path, judgments: Sequence[Judgment], new: Judgment) -> int:
     """Write ``new`` into ``path`` at its place in id order, every other line unchanged; return its line number.
 
+    ``judgments`` must be the file's judgments as read under the same :func:`locked` as this call.
+
     Raises:
         JudgmentsError: ``new``'s id is taken.
     """
@@ -341,9 +378,11 @@ class Repair:
     proposal: str | None
     similarity: float
     place: str = ""
+    held: str = ""
+    """Why the proposal is left for a person whatever its similarity (empty: it applies at the threshold)."""
 
     def applies(self, threshold: float) -> bool:
-        return self.proposal is not None and self.similarity >= threshold
+        return self.proposal is not None and not self.held and self.similarity >= threshold
 
 
 def similarity(old: str, new: str) -> float:
@@ -431,8 +470,24 @@ def _whole_phrase(quote: str, text: str, spans: Sequence[tuple[int, int]], first
     return first, last
 
 
-def repairs(judgments: Sequence[Judgment], corpus: Mapping[str, Document]) -> list[Repair]:
-    """Every gold quote that does not resolve exactly once, with the nearest unique passage where there is one."""
+def repairs(judgments: Sequence[Judgment], corpus: Mapping[str, Document], *,
+            previous: Mapping[str, str] | None = None) -> list[Repair]:
+    """Every gold quote that does not resolve exactly once, with the nearest unique passage where there is one.
+
+    A proposal is only offered for a person to judge (:attr:`Repair.held`) when it is likely another fact than
+    the quote's, however similar: when it overlaps a quote of any judgment that still resolves (re-anchoring q1
+    on q2's answer), when ``previous`` (a document's text as it was when its quotes resolved, e.g. as git last
+    committed it) already held it beside the quote, or when the quote now occurs in another document.
+    """
+    anchored: dict[str, list[tuple[int, int, str]]] = {}
+    for judgment in judgments:
+        for index, gold in enumerate(judgment.gold):
+            document = corpus.get(gold.document)
+            if gold.quote is not None and document is not None:
+                located = locate_once(document, gold.quote)
+                if not isinstance(located, NotOnce):
+                    anchored.setdefault(gold.document, []).append(
+                        (located.start, located.end, f"{judgment.query_id}'s gold quote {index + 1}"))
     found: list[Repair] = []
     for judgment in judgments:
         for index, gold in enumerate(judgment.gold):
@@ -458,9 +513,28 @@ def repairs(judgments: Sequence[Judgment], corpus: Mapping[str, Document]) -> li
                 found.append(Repair(**common, problem="not found, and no passage of the document is near it",
                                     proposal=None, similarity=0.0))
                 continue
+            before = None if previous is None else previous.get(gold.document)
             found.append(Repair(**common, problem="not found", proposal=proposal.quote,
-                                similarity=similarity(gold.quote, proposal.quote), place=proposal.place))
+                                similarity=similarity(gold.quote, proposal.quote), place=proposal.place,
+                                held=_another_fact(gold.quote, proposal, anchored, corpus, before)))
     return found
+
+
+def _another_fact(quote: str, proposal: Proposal, anchored: Mapping[str, Sequence[tuple[int, int, str]]],
+                  corpus: Mapping[str, Document], before: str | None) -> str:
+    """Why ``proposal`` is likely not ``quote`` edited but another fact of the document; empty if nothing says so."""
+    path = proposal.document.path
+    moved = [other for other, document in sorted(corpus.items()) if other != path and quote in document.text]
+    if moved:
+        return (f"the quote now occurs in {', '.join(moved)}: the sentence moved; if it still answers, point the "
+                "gold quote at that document")
+    for start, end, label in anchored.get(path, ()):
+        if start < proposal.end and proposal.start < end:
+            return f"the passage overlaps {label}, another fact of the document"
+    if before is not None and before.count(quote) == 1 and proposal.quote in before:
+        return ("the document held this passage already when the quote still resolved (as committed): it is "
+                "another sentence, not the quote's edited text")
+    return ""
 
 
 def word_diff(old: str, new: str) -> str:
@@ -479,7 +553,10 @@ def word_diff(old: str, new: str) -> str:
 
 
 def apply_repairs(path: str | Path, judgments: Sequence[Judgment], accepted: Sequence[Repair]) -> None:
-    """Replace the quotes of ``accepted`` in ``path`` (atomically); lines without a repair stay as they were."""
+    """Replace the quotes of ``accepted`` in ``path`` (atomically); lines without a repair stay as they were.
+
+    ``judgments`` must be the file's judgments as read under the same :func:`locked` as this call.
+    """
     path = Path(path)
     if not accepted:
         return

@@ -73,6 +73,7 @@ from pydantic import ValidationError
 
 from groundkit._json import loads_line
 from groundkit._outputs import output_folder
+from groundkit._text import BOM, bom_error
 from groundkit._validation import describe
 from groundkit.artifacts import dumps_json, file_sha256
 from groundkit.corpus.judgments import MAX_GRADE, Category, GoldSpan, Judgment
@@ -189,6 +190,8 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
     """Non-blank lines with their 1-based numbers, decoded strictly as UTF-8."""
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(BOM):
+                raise bom_error(path, DatasetError)
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -58,14 +58,23 @@ def _next_start(text: str, start: int, end: int, overlap: int) -> int:
 
 
 def chunk_fixed(document: Document, size: int, overlap: int) -> Iterator[Chunk]:
-    """Yield windows of at most ``size`` characters (longer only for a single longer word)."""
+    """Yield windows of at most ``size`` characters (longer only for a single longer word).
+
+    Each window ends past the one before it. With a large overlap, a window moved forward by a word can
+    be pulled back to the previous one's last word boundary and end where it ended: it holds nothing the
+    previous window does not, so it is skipped rather than emitted (it would add a near-duplicate to every
+    ranking and a relevant chunk to nDCG's ideal).
+    """
     text = document.text
     n = len(text)
     start = _skip_space(text, 0)
+    last_end = -1
     while start < n:
         end = _window_end(text, start, size)
         trimmed = _trim_space(text, start, end)
-        yield _chunk(document.path, start, trimmed, text[start:trimmed])
+        if trimmed > last_end:
+            yield _chunk(document.path, start, trimmed, text[start:trimmed])
+            last_end = trimmed
         if end >= n:
             return
         start = _next_start(text, start, trimmed, overlap)

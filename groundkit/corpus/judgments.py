@@ -211,18 +211,28 @@ def load_judgments(path: str | Path, *, ordered: bool = True) -> list[Judgment]:
     Raises:
         JudgmentsError: naming the line of the first problem.
     """
+    return load_judgments_hashed(path, ordered=ordered)[0]
+
+
+def load_judgments_hashed(path: str | Path, *, ordered: bool = True) -> tuple[list[Judgment], str]:
+    """:func:`load_judgments`, and the SHA-256 of the very bytes parsed (the ``judgments_hash`` of a run).
+
+    Hashing the file apart from reading it would let an edit in between record the hash of one text
+    beside judgments parsed from another.
+    """
     path = Path(path)
     if not path.is_file():
         raise JudgmentsError(path, "judgments file does not exist", fix="check corpus.judgments in params.yaml")
     data = path.read_bytes()
+    digest = hashlib.sha256(data)
     # Inside sharing (one groundkit run), validate-judgments and resolve-spans parse the same bytes once.
     parses = _shared.table("judgments")
     if parses is None:
-        return _parsed(path, data, ordered)
-    key = (hashlib.sha256(data).digest(), ordered)
+        return _parsed(path, data, ordered), digest.hexdigest()
+    key = (digest.digest(), ordered)
     if key not in parses:
         parses[key] = tuple(_parsed(path, data, ordered))  # frozen records: the tuple can be shared
-    return list(parses[key])
+    return list(parses[key]), digest.hexdigest()
 
 
 def _parsed(path: Path, data: bytes, ordered: bool) -> list[Judgment]:

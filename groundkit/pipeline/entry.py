@@ -72,7 +72,12 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
         if port.option is not None:
             key = port.artifact if isinstance(port, Output) else port.source
             given[key] = getattr(args, port.option.removeprefix("--").replace("-", "_"))
-    params = load_params(args.params, [*getattr(args, "set", []), *stage.overrides(given)])
+    repeated = getattr(args, "set", [])
+    if repeated:
+        # dvc.yaml repeats these values from the params file: a value the file cannot hold is reported
+        # against the file, not against its copy on the command line.
+        load_params(args.params, stage.overrides(given))
+    params = load_params(args.params, [*repeated, *stage.overrides(given)])
     code = _declared(args.code) if installed else None
     guards = code is not None and stage.code == "imports"
     if guards:

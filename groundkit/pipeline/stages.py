@@ -169,14 +169,19 @@ VALIDATION = Artifact("build/validation.json", "the judgments' counts and the in
 AUDIT = Artifact("build/audit.json", "the corpus audit (JSON)")
 DOCUMENTS = Artifact("build/documents.jsonl", "the corpus snapshot", sealed=True)
 GOLD_SPANS = Artifact("build/gold_spans.jsonl", "the judgments with every quote resolved to a span", sealed=True)
+SPAN_SOURCES = Artifact("build/span_sources.json", "the SHA-256 of the corpus and judgments the spans were "
+                        "resolved from")
 CHUNKS = Artifact("build/chunks.jsonl", "the chunks", sealed=True)
+CHUNKING = Artifact("build/chunking.json", "the chunk params the chunks were cut with")
 INDEX = Artifact("build/index", "the BM25 index (a folder)")
 EMBEDDINGS = Artifact("build/embeddings", "the chunk embeddings, or a manifest saying none were needed (a folder)")
 RUN = Artifact("build/run.trec", "the run (TREC)", sealed=True)
 PASSAGES = Artifact("build/passages", "a folder: passages.jsonl (an external run's passages, empty for other "
-                    "retrievers) and its seal")
+                    "retrievers) and its seal, and params.json (the params the run was ranked with)")
 PASSAGES_FILE = "passages.jsonl"
 """The file inside ``PASSAGES``: a folder, because DVC warns about every empty file it tracks, at each stage."""
+RUN_PARAMS_FILE = "params.json"
+"""The other file inside ``PASSAGES``: the params the retrieve stage ranked with, for the score stage to check."""
 QRELS = Artifact("build/qrels.trec", "the chunk-level qrels (TREC)")
 RUN_METADATA = Artifact("metrics/run.json", "what was measured: input hashes, params, version", cache=False)
 PLOT_DATA = Artifact("metrics/plots", "the plot data (a folder of CSV files)", cache=False)
@@ -224,9 +229,9 @@ STAGES: tuple[Stage, ...] = (
         about="snapshot the corpus and resolve every gold quote to one span, before any chunking starts",
         step=f"{_STEPS}.resolve_spans",
         inputs=(Input(CORPUS_ROOT, "--corpus", "corpus_root"), Input(JUDGMENTS, "--judgments", "judgments"),
-                Input(VALIDATION, why="runs only once the judgments have passed validation")),
+                Input(VALIDATION, "--validation", "validation")),
         outputs=(Output(DOCUMENTS, "--documents-out", "out_documents"),
-                 Output(GOLD_SPANS, "--spans-out", "out_spans")),
+                 Output(GOLD_SPANS, "--spans-out", "out_spans"), Output(SPAN_SOURCES, "--sources-out", "out_sources")),
         params=("corpus",),
     ),
     Stage(
@@ -234,7 +239,7 @@ STAGES: tuple[Stage, ...] = (
         about="split the corpus snapshot into chunks",
         step=f"{_STEPS}.chunk",
         inputs=(Input(DOCUMENTS, "--documents", "documents"),),
-        outputs=(Output(CHUNKS, "--out", "out_chunks"),),
+        outputs=(Output(CHUNKS, "--out", "out_chunks"), Output(CHUNKING, "--chunking-out", "out_chunking")),
         params=("chunk",),
         step_params={"params": "chunk"},
         sets=("chunk.strategy", "chunk.size", "chunk.overlap"),
@@ -287,9 +292,9 @@ STAGES: tuple[Stage, ...] = (
         name="score",
         about="derive chunk-level qrels from the gold spans and score the run",
         step=f"{_STEPS}.score",
-        inputs=(Input(GOLD_SPANS, "--spans", "spans"), Input(CHUNKS, "--chunks", "chunks"),
+        inputs=(Input(GOLD_SPANS, "--spans", "spans"), Input(SPAN_SOURCES, "--span-sources", "span_sources"),
+                Input(CHUNKS, "--chunks", "chunks"), Input(CHUNKING, "--chunking", "chunking"),
                 Input(RUN, "--run", "run"), Input(PASSAGES, "--passages", "passages"),
-                Input(VALIDATION, "--validation", "validation"),
                 Input(EXTERNAL_RUN, why="metrics/run.json records the external run file's name and SHA-256")),
         outputs=(Output(QRELS, "--qrels-out", "out_qrels"), Output(METRICS, "--metrics-out", "out_metrics"),
                  Output(DETAIL, "--detail-out", "out_detail"),

@@ -57,10 +57,17 @@ SCRIPT = r"""
     return node;
   }
   const rankText = (r) => (r === null ? "none" : String(r));
+  // Offsets count code points, as Python's do; a JavaScript string counts UTF-16 units, in which a character
+  // above U+FFFF (an emoji) takes two. So text is cut as arrays of code points, never with String.slice.
+  const points = (text) => Array.from(text);
+  // The page keeps only the document text it shows, as [start, text] pieces.
+  const pieces = new Map(Object.entries(data.text).map(([doc, found]) =>
+    [doc, found.map(([at, text]) => [at, points(text)])]));
   function slice(doc, start, end) {
-    // The page keeps only the document text it shows, as [start, text] pieces.
-    for (const [at, text] of data.text[doc] || []) {
-      if (at <= start && start < at + text.length) return text.slice(start - at, Math.min(end, at + text.length) - at);
+    for (const [at, chars] of pieces.get(doc) || []) {
+      if (at <= start && start < at + chars.length) {
+        return chars.slice(start - at, Math.min(end, at + chars.length) - at).join("");
+      }
     }
     return "";
   }
@@ -90,16 +97,18 @@ SCRIPT = r"""
   function marked(text, offset, ranges) {
     // text starts at document offset `offset`; ranges are [start, end) document offsets to mark.
     const frag = document.createDocumentFragment();
-    const cuts = ranges.map(([s, e]) => [Math.max(s - offset, 0), Math.min(e - offset, text.length)])
+    const chars = points(text);
+    const cut = (from, to) => chars.slice(from, to).join("");
+    const cuts = ranges.map(([s, e]) => [Math.max(s - offset, 0), Math.min(e - offset, chars.length)])
       .filter(([s, e]) => e > s).sort((a, b) => a[0] - b[0]);
     let at = 0;
     for (const [s, e] of cuts) {
-      if (s > at) frag.append(document.createTextNode(text.slice(at, s)));
+      if (s > at) frag.append(document.createTextNode(cut(at, s)));
       const from = Math.max(s, at);
-      if (e > from) frag.append(el("mark", {class: "gold"}, text.slice(from, e)));
+      if (e > from) frag.append(el("mark", {class: "gold"}, cut(from, e)));
       at = Math.max(at, e);
     }
-    if (at < text.length) frag.append(document.createTextNode(text.slice(at)));
+    if (at < chars.length) frag.append(document.createTextNode(cut(at)));
     return frag;
   }
 
@@ -128,7 +137,7 @@ SCRIPT = r"""
       const quote = el("div", {class: "quote"});
       // An ellipsis only where the document goes on beyond the context shown.
       quote.append(g.start > lim.context ? "…" + before : before, el("mark", {class: "gold"}, slice(g.doc, g.start,
-        cut ? g.start + lim.quote : g.end)), cut ? " … (cut)" : "", after.length === lim.context ? after + "…" : after);
+        cut ? g.start + lim.quote : g.end)), cut ? " … (cut)" : "", points(after).length === lim.context ? after + "…" : after);
       box.append(meta, quote);
     });
     return box;

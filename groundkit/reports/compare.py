@@ -514,6 +514,29 @@ def metric_matrix(side: Side, rows: np.ndarray, metrics: list[str]) -> np.ndarra
     return np.ascontiguousarray(side.values[np.ix_(rows, columns)].T)
 
 
+def check_gate(gate: list[str]) -> list[str]:
+    """The gated metrics, each once, in the order given; a metric that has no better direction is refused.
+
+    A metric named twice would be two tests in the correction for multiple tests, and so shift every
+    corrected p-value: it is counted once. The context a ranking costs (chars@k) is neither better nor
+    worse by itself, so a change in it can decide no verdict (halving it is no regression).
+    """
+    gate = list(dict.fromkeys(gate))
+    if not gate:
+        raise CompareError("--metric", "names no metric", fix="name at least one, e.g. --metric ndcg@10")
+    for name in gate:
+        try:
+            measure, _ = MEASURES.parse(name)
+        except MeasureError as exc:
+            raise CompareError("--metric", str(exc), fix="name a metric both runs report, e.g. ndcg@10") from None
+        if not measure.directed:
+            raise CompareError("--metric", f"{name} ({measure.description}) is neither better nor worse by itself, "
+                               "so no verdict can be gated on it",
+                               fix="gate on what retrieval achieves, e.g. ndcg@10, or on hit rate within a context "
+                                   "budget (recall@1000chars); the report shows every chars@k delta either way")
+    return gate
+
+
 def paired_metrics(baseline: Side, candidate: Side, gate: list[str]) -> tuple[list[str], dict[str, list[str]]]:
     """The metrics both sides report, and those only one does; every gated metric must be paired."""
     metrics = [m for m in baseline.metric_names if m in candidate.metric_names]
@@ -573,6 +596,7 @@ def compare(
     check_alpha(alpha)
     check_max_drop(max_drop)
     check_correction(correction)
+    gate = check_gate(gate)
     corpus_change = check_comparable(baseline, candidate, allow_corpus_change)
     metrics, one_sided = paired_metrics(baseline, candidate, gate)
     answerable = answerable_ids(baseline)

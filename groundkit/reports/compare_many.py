@@ -34,6 +34,7 @@ from groundkit.reports.compare import (
     check_alpha,
     check_comparable,
     check_correction,
+    check_gate,
     check_max_drop,
     correction_text,
     counts_text,
@@ -95,6 +96,7 @@ def compare_many(
     check_alpha(alpha)
     check_max_drop(max_drop)
     check_correction(correction)
+    gate = check_gate(gate)
     changes = [check_comparable(baseline, c, allow_corpus_change) for c in candidates]
     for candidate in candidates:
         paired_metrics(baseline, candidate, gate)

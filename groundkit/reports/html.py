@@ -314,7 +314,8 @@ def page_data(run: Input, base: Input | None, comparison: Comparison | None, *, 
             "rank": [None if before is None else _rank(before), _rank(after)],
             "ndcg": [value(base.side, j, k) if base is not None else None, value(side, i, k)],
             "move": _movement(before, after) if answerable else "",
-            "missed": answerable and value(side, i, hit) == 0.0,
+            # At the k the filter names ("no gold in the top k"), not at the deepest recall@k the run reports.
+            "missed": answerable and after > top_k,
             "abstained": [base.side.abstained[j] if base is not None and j is not None else None,
                           side.abstained[i]],
         }
@@ -454,7 +455,7 @@ def _number(value: float | None, metric: str, signed: bool = False) -> str:
 
 def _higher_is_better(metric: str) -> bool:
     """Every measure but the context a ranking costs (chars@k), where more is neither better nor worse."""
-    return MEASURES.parse(metric)[0] is not CHARS
+    return MEASURES.parse(metric)[0].directed
 
 
 def _metrics_table(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alpha: float) -> str:

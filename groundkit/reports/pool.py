@@ -15,8 +15,10 @@ results of several runs, and have a person judge every one nobody judged yet. He
   are marked reviewed. 1.0 means every passage that run showed a reader was looked at by someone.
 
 Pooling again into the same ``--out`` (with ``--force``) carries the marks and notes of its
-review.csv over to the passages still in the pool, so a review is never lost; a mark whose
-passage text changed (the document was edited) is dropped and counted.
+review.csv over, so a review is never lost: onto the passages still in the pool, and, for passages
+no longer pooled (a smaller ``--depth``, fewer runs, a gold quote added since), as rows at the end
+of review.csv without ranks, where a later pool that brings the passage back finds them. Only a mark
+whose passage is pooled again with another text (the document was edited) is dropped, and counted.
 
 A run is a folder groundkit wrote (``groundkit run`` or ``score-run`` ``--out``, or a DVC
 workspace's ``build/``: run.trec with chunks.jsonl, passages/passages.jsonl and gold_spans.jsonl beside
@@ -84,7 +86,11 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Pool:
-    """What ``pool`` found: the candidates per query, judged@k per run, and how many marks were kept."""
+    """What ``pool`` found: the candidates per query, judged@k per run, and the earlier marks.
+
+    ``marks`` are those on passages of this pool; ``carried`` those on passages it no longer holds, kept
+    as they were; ``stale_marks`` counts the marks dropped because their passage's text changed.
+    """
 
     depth: int
     queries: Sequence[ResolvedJudgment]
@@ -92,6 +98,7 @@ class Pool:
     judged: Mapping[str, dict[str, float | int]]
     marks: Mapping[Key, Mark]
     stale_marks: int
+    carried: Mapping[Key, Mark] = field(default_factory=dict)
 
 
 def run_name(path: Path) -> str:
@@ -143,6 +150,7 @@ def pool(runs: Sequence[RankedRun], judgments: Sequence[ResolvedJudgment], depth
     stale = 0
     candidates: dict[str, list[Candidate]] = {}
     judged: dict[str, dict[str, float | int]] = {}
+    pooled: set[Key] = set()
     for judgment in judgments:
         found: dict[Key, Candidate] = {}
         for run in runs:
@@ -151,6 +159,7 @@ def pool(runs: Sequence[RankedRun], judgments: Sequence[ResolvedJudgment], depth
                     continue
                 key = (judgment.query_id, passage.document, passage.start, passage.end)
                 found.setdefault(key, Candidate(passage)).ranks.setdefault(run.name, rank)
+        pooled.update(found)
         for key, candidate in found.items():
             mark = marks.get(key)
             if mark is None:
@@ -165,7 +174,8 @@ def pool(runs: Sequence[RankedRun], judgments: Sequence[ResolvedJudgment], depth
     for run in runs:
         shares = judged_at(run, judgments, depth, reviewed)
         judged[run.name] = {"judged": sum(shares.values()) / len(shares) if shares else 0.0, "queries": len(shares)}
-    return Pool(depth, judgments, candidates, judged, kept, stale)
+    carried = {key: marks[key] for key in sorted(marks) if key not in pooled}
+    return Pool(depth, judgments, candidates, judged, kept, stale, carried)
 
 
 def judged_at(run: RankedRun, judgments: Sequence[ResolvedJudgment], depth: int,
@@ -228,6 +238,10 @@ def review_csv(result: Pool) -> str:
             writer.writerow([query_id, c.passage.document, c.passage.start, c.passage.end, c.best_rank,
                              _ranks(c), REVIEWED if mark.reviewed else "", mark.note, query[query_id],
                              c.passage.text])
+    for (query_id, document, start, end), mark in result.carried.items():
+        # No longer pooled: no rank, no run; kept for the pool that brings the passage back.
+        writer.writerow([query_id, document, start, end, "", "", REVIEWED if mark.reviewed else "", mark.note,
+                         query.get(query_id, ""), mark.text])
     return buffer.getvalue()
 
 
@@ -246,6 +260,9 @@ def review_markdown(result: Pool) -> str:
              f"Each passage below was ranked in the top {result.depth} by at least one run and overlaps no gold "
              "quote. If it answers the query, add a gold quote for it (`groundkit judgments add`); either way, mark "
              f"it reviewed: `{REVIEWED}` in the `reviewed` column of {REVIEW_CSV}.", ""]
+    if result.carried:
+        lines += [f"{len(result.carried)} earlier mark(s) on passages this pool no longer holds are kept, as "
+                  f"rows without ranks at the end of {REVIEW_CSV}.", ""]
     lines.append(f"| run | judged (top {result.depth}) | queries |")
     lines.append("| --- | --- | --- |")
     for name, figures in result.judged.items():
@@ -271,5 +288,5 @@ def judged_json(result: Pool) -> str:
     pooled = sum(len(found) for found in result.candidates.values())
     reviewed = sum(1 for m in result.marks.values() if m.reviewed)
     return dumps_json({"depth": result.depth, "runs": result.judged, "pooled": pooled, "reviewed": reviewed,
-                       "stale_marks": result.stale_marks})
+                       "stale_marks": result.stale_marks, "kept_unpooled": len(result.carried)})
 

@@ -37,10 +37,12 @@ from an iterable, spilling each segment's triples to disk, so memory holds
 one segment, the vocabulary and a few arrays of one number per row.
 
 On disk an index is plain arrays and JSON, loaded without pickle, with a
-SHA-256 of every file in its manifest so a truncated or edited index is
-detected before it is used; the arrays are memory-mapped, so a query reads
-only its terms' postings. The manifest also records the tokenizer
-configuration, so a loaded index tokenizes queries the way its chunks were.
+SHA-256 of every file in its manifest, and the manifest's own beside it
+(``manifest.json.sha256``), so a truncated or edited index is detected before
+it is used; the arrays are memory-mapped, so a query reads only its terms'
+postings. The manifest also records k1, b and the tokenizer configuration, so
+a loaded index tokenizes queries the way its chunks were, and the retrieve
+stage can check that the index was built with the params it reports.
 """
 
 from __future__ import annotations
@@ -62,11 +64,11 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from groundkit._progress import bar
-from groundkit.artifacts import atomic_directory, dumps_json, file_sha256
+from groundkit.artifacts import atomic_directory, atomic_write_text, dumps_json, file_sha256, read_json, round_floats
 from groundkit.config import TokenizeParams
 from groundkit.corpus.passage import Chunk
 from groundkit.corpus.tokenizing import make_tokenizer
-from groundkit.errors import ArtifactError
+from groundkit.errors import ArtifactError, ParamsError
 from groundkit.retrieval.kinds import RetrieverKind, Run, Sources
 
 if TYPE_CHECKING:
@@ -85,6 +87,8 @@ _ID_CHARS = 16  # a chunk id is a content id: 16 hex digits
 # small enough that one block's token strings stay in the tens of MB.
 _BLOCK = 8192
 _FIX = "delete it and re-run the index stage (dvc repro -f -s index)"
+_STAGE = "index"  # the stage that writes an index, named in messages about one
+MANIFEST = "manifest.json"
 
 
 @lru_cache(maxsize=8)
@@ -520,7 +524,9 @@ def _write_rest(directory: Path, manifest: dict[str, Any], vocab: list[str], tab
         np.save(directory / name, array, allow_pickle=False)
     files = {p.relative_to(directory).as_posix(): file_sha256(p)
              for p in sorted(directory.rglob("*")) if p.is_file()}
-    (directory / "manifest.json").write_text(dumps_json({**manifest, "files": files}), encoding="utf-8")
+    # Sealed: every other file's SHA-256 is in the manifest, and an edited manifest (another tokenizer, say)
+    # would otherwise change every ranking without a word.
+    atomic_write_text(directory / MANIFEST, dumps_json({**manifest, "files": files}), seal=True)
 
 
 def _manifest(*, k1: float, b: float, tokenizer: TokenizeParams, vocab_size: int, total_tokens: int,
@@ -815,11 +821,11 @@ class BM25Index:
     def load(cls, directory: str | Path) -> BM25Index:
         """Load an index written by :meth:`save`, verifying every file's SHA-256 first; arrays are memory-mapped."""
         directory = Path(directory)
-        manifest_path = directory / "manifest.json"
+        manifest_path = directory / MANIFEST
         if not manifest_path.is_file():
             raise ArtifactError(directory, "is not a groundkit index (manifest.json missing)", fix=_FIX)
+        manifest = read_json(manifest_path, producer=_STAGE, sealed=True)
         try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
             files = dict(manifest["files"])
             if manifest["format"] != FORMAT:
                 raise ArtifactError(manifest_path, f"unsupported index format {manifest['format']!r}", fix=_FIX)
@@ -920,4 +926,26 @@ class IndexRanker:
 
 def ranker(kind: RetrieverKind, sources: Sources, params: Params, engine: Engine) -> IndexRanker:
     """The ``bm25`` kind: the index stage's index, which carries its own rows (the chunks are not read)."""
-    return IndexRanker(BM25Index.load(sources.index_dir), engine)
+    return IndexRanker(load_for(params, sources.index_dir), engine)
+
+
+def load_for(params: Params, directory: str | Path) -> BM25Index:
+    """The index in ``directory``, refused unless it was built with the k1, b and tokenizer ``params`` hold.
+
+    The retrieve stage reads params.yaml after the index stage did: an edit in between (or an index of
+    another run) would rank with one setting while run.json reports the other.
+    """
+    index = BM25Index.load(directory)
+    built = {"bm25.k1": index.k1, "bm25.b": index.b,
+             **{f"tokenize.{key}": value for key, value in index.tokenizer.model_dump().items()}}
+    # As the manifest and run.json record them: floats at FLOAT_DIGITS decimals.
+    wanted = round_floats({"bm25.k1": params.bm25.k1, "bm25.b": params.bm25.b,
+                           **{f"tokenize.{key}": value for key, value in params.tokenize.model_dump().items()}})
+    for key, value in built.items():
+        if value != wanted[key]:
+            raise ParamsError(params.source, f"is {wanted[key]!r}, but the index in {directory} was built with "
+                              f"{value!r}: params.yaml changed while the pipeline ran, or the index is another "
+                              "run's; ranked with it, the run would be reported under a setting that did not make it",
+                              key=key, fix=f"build the index again and go on: dvc repro -f -s {_STAGE} && dvc repro "
+                                           "(with groundkit run: run it again)")
+    return index

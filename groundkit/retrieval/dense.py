@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from groundkit.artifacts import atomic_directory, dumps_json, file_sha256
+from groundkit.artifacts import atomic_directory, atomic_write_text, dumps_json, file_sha256, read_json
 from groundkit.config import NO_FILE
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import ArtifactError, DependencyError, ParamsError
@@ -199,7 +198,7 @@ def save_embeddings(directory: str | Path, chunks: Sequence[Chunk], params: Dens
             "chunk_ids_sha256": chunk_ids_sha256(chunks),
             "files": {"embeddings.npy": file_sha256(tmp / "embeddings.npy")},
         }
-        (tmp / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
+        atomic_write_text(tmp / "manifest.json", dumps_json(manifest), seal=True)  # sealed, as the index's
     return manifest
 
 
@@ -209,8 +208,8 @@ def load_embeddings(directory: str | Path, chunks: Sequence[Chunk], encoder: Enc
     manifest_path = directory / "manifest.json"
     if not manifest_path.is_file():
         raise ArtifactError(directory, "is not an embeddings directory (manifest.json missing)", fix=_fix())
+    manifest = read_json(manifest_path, producer="embed", sealed=True)
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         if manifest["format"] != FORMAT:
             raise ArtifactError(manifest_path, f"unsupported format {manifest['format']!r}", fix=_fix())
         embedded = bool(manifest["embedded"])

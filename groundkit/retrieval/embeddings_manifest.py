@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from groundkit.artifacts import atomic_directory, dumps_json
+from groundkit.artifacts import atomic_directory, atomic_write_text, dumps_json
 
 FORMAT = "groundkit-embeddings/1"
 
@@ -19,5 +19,5 @@ def save_no_embeddings(directory: str | Path) -> dict[str, Any]:
     manifest: dict[str, Any] = {"format": FORMAT, "embedded": False,
                                 "reason": "the retriever in params.yaml uses no embeddings"}
     with atomic_directory(directory) as tmp:
-        (tmp / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
+        atomic_write_text(tmp / "manifest.json", dumps_json(manifest), seal=True)
     return manifest

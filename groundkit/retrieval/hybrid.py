@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from groundkit.corpus.passage import Chunk
-from groundkit.retrieval.bm25 import BM25Index
+from groundkit.retrieval.bm25 import load_for
 from groundkit.retrieval.dense import build as build_dense
 from groundkit.retrieval.kinds import Ranking, Retriever, RetrieverKind, Sources
 from groundkit.retrieval.searching import Searching
@@ -49,6 +49,6 @@ class HybridRetriever:
 def ranker(kind: RetrieverKind, sources: Sources, params: Params, engine: Engine) -> Searching:
     """The ``hybrid`` kind: BM25 over the index and dense over the embeddings, fused with ``hybrid.rrf_k``."""
     chunks = sources.chunks()
-    retriever = HybridRetriever(chunks, BM25Index.load(sources.index_dir),
+    retriever = HybridRetriever(chunks, load_for(params, sources.index_dir),
                                 build_dense(params, chunks, sources.embeddings_dir), params.hybrid.rrf_k)
     return Searching(retriever)

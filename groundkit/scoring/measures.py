@@ -201,6 +201,8 @@ class Measure:
         description: One line, for help texts and for readers of the registry.
         per_query: The query's value at one cut-off (None for :attr:`Cutoff.NONE`).
         decimals: Decimal places a report shows (not per_query.csv, which keeps six for all).
+        directed: Higher is better. False for a measure whose change is neither better nor worse by itself
+            (the context a ranking costs): reports show its delta unjudged, and no verdict is gated on it.
     """
 
     name: str
@@ -209,6 +211,7 @@ class Measure:
     description: str
     per_query: PerQuery
     decimals: int = 4
+    directed: bool = True
 
     @property
     def pattern(self) -> str:
@@ -318,7 +321,7 @@ NDCG = MEASURES.register(Measure(
 CHARS = MEASURES.register(Measure(
     "chars", Cutoff.RANK, Aspect.COST,
     "characters of context in the top k passages",
-    lambda q, k: float(context_chars_at_k(q.passages, k)), decimals=1))
+    lambda q, k: float(context_chars_at_k(q.passages, k)), decimals=1, directed=False))
 BUDGET_RECALL = MEASURES.register(Measure(
     "recall", Cutoff.BUDGET, Aspect.COST,
     "hit rate when the ranking is cut at N characters of context",

@@ -35,11 +35,14 @@ def score_run(
       so the qrels are all passages of the universe that overlap a gold span.
     - ``universe`` None (an external run's own passages): the relevant passages
       the run did not retrieve are unknown. One passage per span is ideal, so
-      the qrels hold the relevant passages retrieved and placeholder ids
-      (:func:`unretrieved_gold_id`, each with its span's grade) for spans, up to
-      max(distinct gold spans, relevant passages retrieved) ids in all, taking
-      first the spans no retrieved passage overlaps; retrieving more relevant
-      passages than spans can then never push nDCG above 1. No run holds a
+      the qrels hold the relevant passages retrieved, a placeholder id
+      (:func:`unretrieved_gold_id`, with its span's grade) for every span no
+      retrieved passage overlaps, and placeholders for covered spans until
+      there are as many ids as distinct spans: max(distinct gold spans,
+      relevant passages retrieved + spans missed) ids in all. A run that
+      retrieves one span as two passages and misses another is then short of
+      the ideal, and retrieving more relevant passages than spans can never
+      push nDCG above 1. No run holds a
       placeholder, so trec_eval and ir_measures compute the same ideal DCG as
       groundkit, and a query whose gold was never retrieved (or that the run
       left out) still counts, as a 0.
@@ -99,11 +102,14 @@ def _unknown_universe_qrels(judgment: ResolvedJudgment, retrieved: Sequence[Exce
         key = (span.document, span.start, span.end)
         if key not in spans or span.grade > spans[key].grade:
             spans[key] = span
-    ideal = max(len(spans), len(gold))
-    # Spans the run missed come first (False sorts before True), then offset order: stable across runs.
-    by_coverage = sorted(spans.values(), key=lambda s: (any(p.overlaps(s) for p in retrieved),
-                                                          s.document, s.start, s.end))
-    return gold | {unretrieved_gold_id(s): s.grade for s in by_coverage[:ideal - len(gold)]}
+    # Offset order: the same placeholders in every run.
+    ordered = sorted(spans.values(), key=lambda s: (s.document, s.start, s.end))
+    missed = [s for s in ordered if not any(p.overlaps(s) for p in retrieved)]
+    covered = [s for s in ordered if any(p.overlaps(s) for p in retrieved)]
+    # Every span no retrieved passage overlaps stands in the ideal ranking, with its grade, however many passages
+    # the covered spans brought; covered spans stand in only as far as the ideal needs one id per span.
+    extra = max(len(spans) - len(gold) - len(missed), 0)
+    return gold | {unretrieved_gold_id(s): s.grade for s in missed + covered[:extra]}
 
 
 def _no_answer_result(judgment: ResolvedJudgment, retrieved: int) -> QueryResult:

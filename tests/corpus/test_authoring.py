@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -267,6 +268,65 @@ def test_repair_leaves_an_ambiguous_quote_and_a_missing_document_to_a_person(wor
     assert "q4" in out and "occurs 2 times" in out and "no proposal" in out
 
 
+PRIMARY = "The primary replica answers reads within five milliseconds"
+STANDBY = "The standby replica answers reads within fifty milliseconds"  # difflib ratio 68/78 = 0.872 to PRIMARY
+REPLICAS = f"Replication notes.\n{PRIMARY}.\n{STANDBY}.\nLeases expire after ten seconds.\n"
+
+
+def _replica_workspace(root: Path, *, standby_is_gold: bool) -> tuple[Path, Path]:
+    corpus = root / "corpus"
+    corpus.mkdir(parents=True)
+    (corpus / "replicas.md").write_text(REPLICAS, encoding="utf-8")
+    (corpus / "leases.md").write_text("A lease is held by one replica.\n", encoding="utf-8")
+    records = [{"query_id": "q1", "query": "how fast does the primary answer reads", "category": "factoid",
+                "gold": [{"document": "replicas.md", "quote": PRIMARY}]}]
+    if standby_is_gold:
+        records.append({"query_id": "q2", "query": "how fast does the standby answer reads", "category": "factoid",
+                        "gold": [{"document": "replicas.md", "quote": STANDBY}]})
+    judgments = root / "judgments.jsonl"
+    judgments.write_text(lines_of(records), encoding="utf-8")
+    return corpus, judgments
+
+
+@pytest.mark.parametrize(("moved", "why"), [
+    (True, "the quote now occurs in leases.md: the sentence moved"),
+    (False, "the passage overlaps q2's gold quote 1, another fact of the document"),
+], ids=["moved", "deleted"])
+def test_repair_never_reanchors_a_quote_on_another_judgments_gold(tmp_path, capsys, moved, why):
+    # q1's sentence leaves replicas.md (moved to leases.md, or deleted); its nearest passage is q2's answer, similar
+    # enough (0.872) to pass the threshold, and already q2's gold. Written, q1 would quote q2's fact and check pass.
+    corpus, judgments = _replica_workspace(tmp_path, standby_is_gold=True)
+    (corpus / "replicas.md").write_text(REPLICAS.replace(f"{PRIMARY}.\n", ""), encoding="utf-8")
+    if moved:
+        (corpus / "leases.md").write_text(f"A lease is held by one replica.\n{PRIMARY}.\n", encoding="utf-8")
+    before = judgments.read_bytes()
+    assert main(["judgments", "repair", *args(corpus, judgments), "--write"]) == 1
+    out, err = capsys.readouterr()
+    assert f'  + "{STANDBY}"' in out and f"similarity 0.872 at line:col 2:1: left for a person: {why}" in out
+    assert "1 quote(s) do not resolve; 0 applied" in err and "1 quote(s) still do not resolve" in err
+    assert judgments.read_bytes() == before
+
+
+def test_repair_leaves_a_sentence_the_committed_document_already_held_to_a_person(tmp_path, capsys):
+    from tests.dvc_helpers import run
+
+    # No judgment quotes the standby sentence; the committed document shows it was there beside q1's quote.
+    corpus, judgments = _replica_workspace(tmp_path, standby_is_gold=False)
+    run(["git", "init", "-q", "-b", "main"], tmp_path)
+    run(["git", "add", "-A"], tmp_path)
+    run(["git", "commit", "-q", "-m", "corpus"], tmp_path)
+    (corpus / "replicas.md").write_text(REPLICAS.replace(f"{PRIMARY}.\n", ""), encoding="utf-8")
+    before = judgments.read_bytes()
+    assert main(["judgments", "repair", *args(corpus, judgments), "--write"]) == 1
+    out = capsys.readouterr().out
+    assert "left for a person: the document held this passage already when the quote still resolved" in out
+    assert judgments.read_bytes() == before
+    # An edit of the quote itself is still applied: the edited sentence was not in the committed document.
+    (corpus / "replicas.md").write_text(REPLICAS.replace("five milliseconds", "four milliseconds"), encoding="utf-8")
+    assert main(["judgments", "repair", *args(corpus, judgments), "--write"]) == 0
+    assert json.loads(judgments.read_text())["gold"][0]["quote"] == PRIMARY.replace("five", "four")
+
+
 def test_rewriting_keeps_a_symlink_a_link_and_the_file_mode(tmp_path):
     real = tmp_path / "real.jsonl"
     real.write_text(lines_of([RECORDS[2], RECORDS[0]]), encoding="utf-8")
@@ -276,3 +336,49 @@ def test_rewriting_keeps_a_symlink_a_link_and_the_file_mode(tmp_path):
     assert fmt(link) == (2, True)
     assert link.is_symlink() and (real.stat().st_mode & 0o777) == 0o640
     assert real.read_text(encoding="utf-8") == lines_of([RECORDS[0], RECORDS[2]])
+
+
+# --- concurrent writers
+
+
+def test_concurrent_writers_keep_every_line_and_the_id_order(workspace):
+    """Four commands at once that read, change and write the file back: add, fmt and repair --write.
+
+    Five thousand padding judgments (written with their keys out of canonical order, for fmt to rewrite) make
+    each read and write take long enough that, unlocked, two commands' read-modify-writes overlapped: one
+    rename dropped the other's line, or two adds took the same next id.
+    """
+    from tests.dvc_helpers import BIN, env
+
+    corpus, judgments = workspace
+    padding = [{"category": "no_answer", "gold": [], "query": f"padding {i}", "query_id": f"p{i:05d}"}
+               for i in range(5000)]
+    judgments.write_text(lines_of(padding + RECORDS), encoding="utf-8")
+    added = []
+
+    def add(number: int) -> list[str]:
+        added.append(f"which replica holds lease {number}")
+        return ["judgments", "add", *args(corpus, judgments), "--query", added[-1], "--document", "leases.md",
+                "--search", "lease is held"]
+
+    rounds = [[add(4 * r + i) for i in range(4)] for r in range(3)]
+    rounds.append([add(12), add(13), ["judgments", "fmt", "--judgments", str(judgments)],
+                   ["judgments", "repair", *args(corpus, judgments), "--write"]])
+    for number, commands in enumerate(rounds):
+        if number == len(rounds) - 1:
+            (corpus / "ops" / "backup.md").write_text(EDITED, encoding="utf-8")  # q1's and q2's quotes break
+        started = [subprocess.Popen([str(BIN / "groundkit"), *command], env=env(), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True) for command in commands]
+        for process, command in zip(started, commands, strict=True):
+            out, err = process.communicate()
+            assert process.returncode == 0, (command, err)
+            assert command[1] != "add" or out.splitlines()[-1].startswith(f"added at {judgments}:"), out
+
+    loaded = load_judgments(judgments)  # ids unique and ascending, or it raises
+    assert len(loaded) == len(padding) + len(RECORDS) + len(added)
+    assert sorted(j.query for j in loaded if j.query.startswith("which replica holds lease")) == sorted(added)
+    assert [j.query_id for j in loaded][-len(added) - len(RECORDS):] == \
+        [f"p{i:05d}" for i in range(5000, 5000 + len(added))] + ["q1", "q2", "q4"]
+    assert [g.quote for j in loaded if j.query_id in ("q1", "q2") for g in j.gold] == [
+        "A full backup runs weekly on Saturday night", "Incremental backups run every hour", "keep 35 days of history"]
+    assert main(["judgments", "check", *args(corpus, judgments)]) == 0  # canonical, and every quote resolves

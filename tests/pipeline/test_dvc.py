@@ -5,7 +5,9 @@ Nothing of DVC is mocked. Each test works in its own copy of the working tree.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
 import subprocess
 
@@ -147,13 +149,16 @@ def test_external_run_through_dvc_equals_score_run(tmp_path_factory, tmp_path):
     assert json.loads((out / "metrics.json").read_text()) != json.loads(baseline)
     # Editing the external run re-runs retrieve: DVC tracks the file named by retrieve.run.
     example = repo / "examples" / "runs" / "langchain_example.jsonl"
-    # Score depends on the file too (run.json records its SHA-256): re-spacing its JSON changes no
-    # ranking and no passage, so only that dependency makes score run again.
+    # Re-spacing its JSON changes no ranking and no passage: only the SHA-256 the retrieve stage records of the
+    # bytes it read, which score checks against the file and run.json reports.
     built = tree_digest(repo / "build")
     example.write_text("".join(json.dumps(json.loads(line), separators=(",", ":")) + "\n"
                                for line in example.read_text().splitlines()))
     assert repro(repo)[0] == {"retrieve", "score", "report"}
-    assert tree_digest(repo / "build") == built
+    changed = {k for k, v in tree_digest(repo / "build").items() if built.get(k) != v}
+    assert changed == {"build/passages/params.json"}
+    digest = hashlib.sha256(example.read_bytes()).hexdigest()
+    assert json.loads((repo / "metrics" / "run.json").read_text())["external_run"]["sha256"] == digest
     example.write_text("".join(line for line in example.read_text().splitlines(keepends=True)
                                if '"q001"' not in line))
     assert {"retrieve", "score"} <= repro(repo)[0]
@@ -224,3 +229,26 @@ def test_exported_trec_files_agree_with_ir_measures(reproduced):
             assert float(rows[m.query_id][names[str(m.measure)]]) == pytest.approx(m.value, abs=1e-6)
             checked += 1
     assert checked >= 5 * 0.8 * len(answerable)
+
+
+def test_a_number_dvc_exp_run_writes_as_text_stops_the_first_stage_that_reads_it(reproduced):
+    """`dvc exp run -S chunk.size=010` writes `size: '010'` (text to YAML 1.2, which DVC reads params.yaml with).
+
+    The chunk stage, the first to run, refuses it naming params.yaml; it once read its command line's copy
+    with YAML 1.1, chunked at 8 characters, and left the index stage to fail on the file.
+    """
+    index = tree_digest(reproduced / "build" / "index")
+    result = run(["dvc", "exp", "run", "-S", "chunk.size=010"], reproduced, check=False)
+    try:
+        written = yaml.safe_load((reproduced / "params.yaml").read_text(encoding="utf-8"))["chunk"]["size"]
+        chunked = (reproduced / "build" / "chunks.jsonl").exists()  # DVC removes a stage's outputs before it runs
+    finally:
+        run(["git", "checkout", "--", "params.yaml"], reproduced)
+        run(["dvc", "checkout", "-q"], reproduced)
+    output = result.stdout + result.stderr
+    assert (written, result.returncode != 0, chunked) == ("010", True, False)
+    assert re.findall(r"Running stage '([^']+)'", output) == ["chunk"]
+    assert "params.yaml: key 'chunk.size': Input should be a valid integer (got '010')" in output
+    assert "Traceback" not in output
+    assert tree_digest(reproduced / "build" / "index") == index
+    assert json.loads(run(["dvc", "status", "--json"], reproduced).stdout) == {}

@@ -33,7 +33,7 @@ _progress.DELAY_S = 0
 work = Path(sys.argv[1])
 documents = [Document(path=f"d{i}.md", text=f"alpha beta gamma {i} " * 40) for i in range(5)]
 atomic_write_lines(work / "documents.jsonl", (model_line(d) for d in documents), seal=True)
-chunk_step.run(work / "documents.jsonl", ChunkParams(size=100), work / "chunks.jsonl")
+chunk_step.run(work / "documents.jsonl", ChunkParams(size=100), work / "chunks.jsonl", work / "chunking.json")
 params = load_params(None, ["retrieve.depth=10"])
 index_step.run(work / "chunks.jsonl", params.bm25, work / "index")
 embed_step.run(work / "chunks.jsonl", params, work / "embeddings")

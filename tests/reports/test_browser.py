@@ -128,6 +128,22 @@ def test_hostile_text_shows_as_text(page, tmp_path):
     page.screenshot(SHOTS / "report-hostile.png", "tr.detail", max_height=800)
 
 
+def test_a_quote_after_characters_above_u_ffff_is_highlighted_exactly(page, tmp_path):
+    from tests.reports.test_html import ASTRAL_DOC, ASTRAL_QUOTE, astral_report
+
+    report = astral_report(tmp_path)
+    page.open(report.as_uri() + "#q1")
+    quote = page.evaluate("document.querySelector('tr.detail .quote').textContent")
+    marked = page.evaluate("[...document.querySelectorAll('tr.detail mark.gold')].map((m) => m.textContent)")
+    # The quote in its context, and in the one retrieved passage that holds it whole: the quote, not text shifted
+    # by one UTF-16 unit per emoji before it.
+    assert marked and set(marked) == {ASTRAL_QUOTE}, marked
+    assert quote == ASTRAL_DOC, quote  # the whole short document: the context around the quote, cut nowhere
+    passages = page.evaluate("[...document.querySelectorAll('tr.detail .passage')].map((p) => p.textContent)")
+    assert passages and all(p in ASTRAL_DOC for p in passages), passages
+    assert page.console_errors == [] and page.requests == [report.as_uri()]
+
+
 def _plot_page(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js"):

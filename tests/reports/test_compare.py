@@ -200,6 +200,36 @@ def test_several_candidates_in_one_table(tmp_path, capsys):
            "| 0/6/0 |" in out
 
 
+def test_a_metric_named_twice_is_one_test_in_the_correction(tmp_path, capsys):
+    baseline, candidate = write_compare_pair(tmp_path)
+    same = shutil.copytree(baseline, tmp_path / "same")
+    once = _json(capsys, str(baseline), str(candidate), str(same), "--metric", "mrr")
+    twice = _json(capsys, str(baseline), str(candidate), str(same), "--metric", "mrr,mrr", "--metric", "mrr")
+    assert twice == once
+    assert once["gate"]["metrics"] == ["mrr"] and once["gate"]["tests"] == 2
+    assert _json(capsys, str(baseline), str(candidate), "--metric", "mrr,mrr") == \
+        _json(capsys, str(baseline), str(candidate), "--metric", "mrr")
+
+
+@pytest.mark.parametrize("factor", ["0.5", "2.0"], ids=["halved", "doubled"])
+def test_the_context_a_ranking_costs_gates_no_verdict(tmp_path, capsys, factor):
+    # Every answerable query reads 1,000 characters in its top 10 in the baseline and half (or twice) as many in the
+    # candidate: six equal deltas, p = 2/64, significant. Halving the context is no regression, doubling it no
+    # improvement: chars@10 is neither better nor worse by itself, and is refused as a gate metric.
+    baseline, candidate = write_compare_pair(tmp_path)
+    _add_column(baseline, "chars@10", "1000.000000")
+    _add_column(candidate, "chars@10", f"{1000 * float(factor):.6f}")
+    code = main(["compare", str(baseline), str(candidate), "--metric", "chars@10", "--fail-on-regression"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (1, "")
+    assert err.startswith("error: --metric: chars@10 (characters of context in the top k passages) is neither "
+                          "better nor worse by itself, so no verdict can be gated on it\n  fix: "), err
+    # Ungated, its delta is reported as it is.
+    report = _json(capsys, str(baseline), str(candidate))
+    chars = {s["metric"]: s for s in report["overall"]}["chars@10"]
+    assert (chars["delta"], chars["p_value"]) == (1000 * float(factor) - 1000, pytest.approx(2 / 64))
+
+
 @pytest.mark.parametrize(("args", "where", "what"), [
     ([], "candidate", "is missing: compare needs a baseline and at least one candidate"),
     (["{candidate}", "{candidate}"], "candidate", "is given twice as a candidate"),

@@ -56,6 +56,21 @@ def test_rows_ranks_and_moves_against_the_baseline(tiny, monkeypatch):
     assert data["ndcgMetric"] == "ndcg@10" and data["hitMetric"] == "recall@10"
 
 
+@pytest.mark.parametrize("k", [1, 3, 10, 50])
+def test_missed_means_no_gold_in_the_top_k_the_page_shows(k):
+    import csv
+
+    from tests.conftest import REPO
+
+    data = page_data(read_input(str(REPO / "metrics"), REPO), None, None, top_k=k)
+    with (REPO / "metrics" / "per_query.csv").open(encoding="utf-8") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["category"] != "no_answer"]
+    # From per_query.csv: a query is missed at k when its first gold rank is empty (none retrieved) or above k.
+    expected = sorted(r["query_id"] for r in rows if not r["first_gold_rank"] or int(r["first_gold_rank"]) > k)
+    assert sorted(q["id"] for q in data["queries"] if q["missed"]) == expected
+    assert len(expected) == {1: 89, 3: 60, 10: 31, 50: 14}[k]  # the committed baseline's 144 answerable queries
+
+
 def test_gold_quotes_and_the_chunks_that_cut_them(tiny, monkeypatch):
     monkeypatch.chdir(tiny["root"])
     data = page_data(read_input("small", Path.cwd()), read_input("large", Path.cwd()), None)
@@ -167,6 +182,25 @@ def hostile_report(root: Path) -> Path:
         {"query_id": "q1", "query": HOSTILE_QUERY + " script title pwned", "category": "factoid",
          "gold": [{"document": "evil.md", "quote": HOSTILE_QUOTE}]}])
     _run(corpus, judgments, root / "run")
+    assert main(["report", str(root / "run"), "--out", str(root / "report.html")]) == 0
+    return root / "report.html"
+
+
+ASTRAL_QUOTE = "Replicas answer 🧭 reads within 5 ms"
+ASTRAL_DOC = ("Launch notes 🚀🚀 for the team, in \U0001d518nicode \U0001d538.\nReplica guide: " + ASTRAL_QUOTE
+              + ", said 😀 the team.\nLast line 🎉.\n")
+
+
+def astral_report(root: Path) -> Path:
+    """The report of a run over a document with characters above U+FFFF before, inside and after its gold quote."""
+    corpus = root / "corpus"
+    corpus.mkdir()
+    (corpus / "astral.md").write_text(ASTRAL_DOC, encoding="utf-8")
+    (corpus / "plain.md").write_text("Nothing to see in this plain document about gardens.\n", encoding="utf-8")
+    judgments = write_judgments(root / "judgments.jsonl", [
+        {"query_id": "q1", "query": "how fast do replicas answer reads", "category": "factoid",
+         "gold": [{"document": "astral.md", "quote": ASTRAL_QUOTE}]}])
+    _run(corpus, judgments, root / "run", "chunk.size=60")
     assert main(["report", str(root / "run"), "--out", str(root / "report.html")]) == 0
     return root / "report.html"
 

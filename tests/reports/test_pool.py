@@ -162,6 +162,37 @@ def test_pool_writes_the_sheet_and_carries_marks_over(runs, capsys):
     assert [(r["reviewed"], r["note"]) for r in kept if r["reviewed"]] == [("yes", "checked")]
 
 
+def test_pooling_again_smaller_or_with_fewer_runs_keeps_every_mark(runs, capsys):
+    assert main(command(runs, "shrink", "small", "large")) == 0
+    sheet = runs / "shrink" / "review.csv"
+    rows = rows_of(sheet)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({**row, "reviewed": "yes" if i % 2 else "", "note": f"note {i}"} for i, row in enumerate(rows))
+    sheet.write_text(buffer.getvalue(), encoding="utf-8")
+    marked = {(r["query_id"], r["document"], r["start"], r["end"]): (r["reviewed"], r["note"], r["text"])
+              for r in rows_of(sheet)}
+    assert len(marked) == len(rows) > 4
+    capsys.readouterr()
+
+    for extra, names in ((("--depth", "1"), ("small", "large")), ((), ("small",))):
+        assert main([*command(runs, "shrink", *names, extra=("--force",)), *extra]) == 0
+        kept = {(r["query_id"], r["document"], r["start"], r["end"]): (r["reviewed"], r["note"], r["text"])
+                for r in rows_of(sheet)}
+        assert kept == marked  # every mark and note, pooled or not
+        unpooled = [r for r in rows_of(sheet) if not r["runs"]]
+        assert unpooled and all(r["best_rank"] == "" for r in unpooled)
+        figures = json.loads((runs / "shrink" / "judged.json").read_text())
+        assert figures["kept_unpooled"] == len(unpooled) and figures["pooled"] == len(marked) - len(unpooled)
+        err = capsys.readouterr().err
+        assert f"note: {len(unpooled)} earlier mark(s) on passages no longer pooled kept at the end of" in err
+    # Pooled as at first again: the sheet as the reviewer left it, byte for byte.
+    text = sheet.read_text(encoding="utf-8")
+    assert main(command(runs, "shrink", "small", "large", extra=("--force",))) == 0
+    assert sheet.read_text(encoding="utf-8") == buffer.getvalue() and text != buffer.getvalue()
+
+
 def test_pool_reads_an_external_run_against_the_current_judgments(runs, capsys):
     inputs = ("--corpus", str(runs / "corpus"), "--judgments", str(runs / "judgments.jsonl"))
     assert main(command(runs, "mixed", "small", "other.jsonl", extra=inputs)) == 0

@@ -84,6 +84,30 @@ def test_an_unknown_universe_counts_one_ideal_passage_per_span_and_stands_in_for
         k: v for k, v in unknown_q["q2"].metrics.items() if not k.startswith("ndcg")}
 
 
+def test_an_unknown_universe_keeps_a_missed_span_in_the_ideal_however_often_another_was_retrieved():
+    # Gold spans "beta" (A) and "epsilon" (C). The run retrieves "beta" twice, as two passages of its own (A, and a
+    # window [0, 16) overlapping it), and never "epsilon". Both passages are relevant; "epsilon" must still stand
+    # in the ideal ranking: 3 ids, not max(2 spans, 2 relevant) = 2, which made this run score 1.0.
+    window = Chunk(document="a.md", start_offset=0, end_offset=16, text=TEXT[0:16])
+    judgments = [resolved("q1", "multi_passage", [(6, 10), (23, 30)])]
+    epsilon = unretrieved_gold_id(judgments[0].spans[1])
+    result, qrels = score_run(judgments, {"q1": [A, window.chunk_id]}, {**BY_ID, window.chunk_id: window}, [1, 3],
+                              universe=None)
+    assert qrels == {"q1": {A: 1, window.chunk_id: 1, epsilon: 1}}
+    # DCG@3 = 1 + 1/log2(3); IDCG@3 = 1 + 1/log2(3) + 1/log2(4) = 2.1309298.
+    assert result.queries[0].metrics["ndcg@3"] == pytest.approx(1.6309298 / 2.1309298, abs=1e-6)
+    assert result.queries[0].gold_chunks == 3
+    # ir_measures on these qrels (what qrels.trec holds) and the run agrees.
+    import ir_measures
+    from ir_measures import nDCG
+
+    reference = ir_measures.calc_aggregate([nDCG @ 3], qrels, {"q1": {A: 2.0, window.chunk_id: 1.0}})
+    assert reference[nDCG @ 3] == pytest.approx(result.queries[0].metrics["ndcg@3"], abs=1e-9)
+    # Retrieving both spans, once each, is the ideal: 1.0.
+    both, _ = score_run(judgments, {"q1": [A, C]}, BY_ID, [1, 3], universe=None)
+    assert both.queries[0].metrics["ndcg@3"] == 1.0
+
+
 def test_per_query_csv_has_one_row_per_query():
     judgments = [resolved("q1", "factoid", [(6, 10)]), resolved("q4", "no_answer", [])]
     result, _ = score_rankings(judgments, {"q1": [A], "q4": []}, [1])

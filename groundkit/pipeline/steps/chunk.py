@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import read_models, write_models
+from groundkit.artifacts import atomic_write_text, dumps_json, read_models, write_models
 from groundkit.corpus.chunking import chunk_documents
 from groundkit.corpus.passage import Chunk, Document
 from groundkit.pipeline.stages import DOCUMENTS, written_by
@@ -15,11 +15,12 @@ if TYPE_CHECKING:
 
 
 
-def run(documents: Path, params: ChunkParams, out_chunks: Path) -> list[Chunk]:
-    """Chunk the validated corpus snapshot."""
+def run(documents: Path, params: ChunkParams, out_chunks: Path, out_chunking: Path) -> list[Chunk]:
+    """Chunk the validated corpus snapshot; record the chunk params used, for the score stage to check."""
 
     chunks = chunk_documents(read_models(documents, Document, producer=written_by(DOCUMENTS)), params)
     write_models(out_chunks, chunks, Chunk)
+    atomic_write_text(out_chunking, dumps_json({"chunk": params.model_dump(mode="json")}))
     return chunks
 
 

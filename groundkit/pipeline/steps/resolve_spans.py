@@ -5,29 +5,57 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import write_models
-from groundkit.corpus.documents import load_corpus
-from groundkit.corpus.judgments import load_judgments
+from groundkit.artifacts import atomic_write_text, dumps_json, read_json, write_models
+from groundkit.corpus.documents import load_corpus_hashed
+from groundkit.corpus.judgments import load_judgments_hashed
 from groundkit.corpus.passage import Document
 from groundkit.corpus.spans import ResolvedJudgment, resolve_judgments
+from groundkit.errors import ArtifactError, CorpusError, InputError, JudgmentsError
+from groundkit.pipeline.stages import VALIDATION, written_by
 
 if TYPE_CHECKING:
     from groundkit.config import Params
 
 
+def run(corpus_root: Path, judgments: Path, validation: Path, out_documents: Path, out_spans: Path,
+        out_sources: Path) -> list[ResolvedJudgment]:
+    """Load the corpus and resolve every gold quote; write the corpus snapshot, the spans and what they came from.
 
-def run(corpus_root: Path, judgments: Path, out_documents: Path, out_spans: Path) -> list[ResolvedJudgment]:
-    """Load the corpus and resolve every gold quote; write the corpus snapshot and the spans."""
+    The corpus and the judgments are read here again, after validate-judgments read them: an edit in between
+    (an editor's save, a ``judgments add`` while ``dvc repro`` runs) would make spans, and every metric, of
+    files no stage checked, under the hashes of the files it did. So what is read here must hash to what
+    validation.json recorded, and the hashes go into span_sources.json, which run.json reports.
+    """
 
-    documents = load_corpus(corpus_root)
-    loaded = load_judgments(judgments)
+    documents, corpus_hash = load_corpus_hashed(corpus_root)
+    loaded, judgments_hash = load_judgments_hashed(judgments)
+    checked = read_json(validation, producer=written_by(VALIDATION))
+    try:
+        recorded = {"corpus_hash": str(checked["corpus_hash"]), "judgments_hash": str(checked["judgments_hash"])}
+    except (KeyError, TypeError):
+        raise ArtifactError(validation, "lacks the input hashes",
+                            fix=f"re-run the {written_by(VALIDATION)} stage") from None
+    for error, path, key, read in ((JudgmentsError, judgments, "judgments_hash", judgments_hash),
+                                   (CorpusError, corpus_root, "corpus_hash", corpus_hash)):
+        if read != recorded[key]:
+            raise changed_while_running(error, path, recorded[key], read)
     resolved = resolve_judgments(
         loaded, {d.path: d for d in documents}, judgments_path=judgments, corpus_root=corpus_root
     )
     # Spans first: the documents snapshot is what unblocks chunking, so it is written last.
     write_models(out_spans, resolved, ResolvedJudgment)
+    atomic_write_text(out_sources, dumps_json({"corpus_hash": corpus_hash, "judgments_hash": judgments_hash}))
     write_models(out_documents, documents, Document)
     return resolved
+
+
+def changed_while_running(error: type[InputError], path: Path, checked: str, read: str) -> InputError:
+    """The refusal of an input that is not the one validate-judgments checked (SHA-256 ``checked``)."""
+    stage = written_by(VALIDATION)
+    return error(path, f"changed while the pipeline ran: {stage} checked it with SHA-256 {checked[:12]}..., this "
+                 f"stage read {read[:12]}...; spans resolved now would be credited to the input it checked",
+                 fix=f"check it again and go on: dvc repro -f -s {stage} && dvc repro (with groundkit run: run it "
+                     "again)")
 
 
 def summary(resolved: list[ResolvedJudgment], params: Params) -> str:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_directory, read_models, write_models
+from groundkit.artifacts import atomic_directory, atomic_write_text, dumps_json, file_sha256, read_models, write_models
 from groundkit.corpus.passage import Chunk, Document, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
+from groundkit.errors import RunFileError
 from groundkit.execution import lazy_engine
-from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES_FILE, written_by
-from groundkit.retrieval.kinds import Run, Sources
+from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES_FILE, RUN_PARAMS_FILE, written_by
+from groundkit.retrieval.kinds import Need, Run, Sources
 from groundkit.retrieval.trec import write_run
 
 if TYPE_CHECKING:
@@ -31,7 +32,8 @@ def run(
     """Rank passages for every judgment's query with the retriever ``retrieve.retriever`` names.
 
     Writes a TREC run and a folder holding ``passages.jsonl``: the passages ranked that
-    are not chunks (an external run's), empty when the chunks are what was ranked. A
+    are not chunks (an external run's), empty when the chunks are what was ranked, and
+    ``params.json``: the params the run was ranked with (see :func:`ranked_with`). A
     judgment's ``exclude_documents`` leave its ranking here, before the run is written.
     """
 
@@ -43,18 +45,45 @@ def run(
         embeddings_dir=embeddings_dir,
     )
     kind = params.retrieve.kind
+    external = Path(params.retrieve.run) if Need.RUN_FILE in kind.needs else None
+    # Hashed before and after it is read: run.json reports the SHA-256 of the very bytes ranked.
+    before = _run_file_sha256(external) if external is not None and external.is_file() else None
     # The engine connects (a Ray cluster) only if the kind hands it work.
     with lazy_engine(params.execution) as engine:
         ranked = kind.build(sources, params, engine).rank([(j.query_id, j.query) for j in judgments],
                                                           params.retrieve.depth)
+    if external is not None and (before is None or _run_file_sha256(external) != before):
+        raise RunFileError(external, "changed while the retrieve stage read it", fix="run the stage again (dvc "
+                           "repro -f -s retrieve && dvc repro; with groundkit run: run it again)")
     excluded = {j.query_id: frozenset(j.exclude_documents) for j in judgments if j.exclude_documents}
     if excluded:
         # Applied to the run itself, so the exported run.trec scores the same in ir_measures as here.
         ranked = ranked.excluding(excluded, sources.chunks() if kind.ranks_chunks else ranked.passages)
     with atomic_directory(out_passages) as folder:
         write_models(folder / PASSAGES_FILE, ranked.passages, Excerpt)
+        atomic_write_text(folder / RUN_PARAMS_FILE, dumps_json(ranked_with(params, before)))
     write_run(out_run, ranked.rankings, kind.run_tag)
     return ranked
+
+
+def ranked_with(params: Params, run_sha256: str | None) -> dict[str, object]:
+    """What the run was ranked with, as run.json reports it: every params section the retriever's numbers depend
+    on but the chunk params (the chunk stage records those) and score's own, and the external run file's name and
+    SHA-256. BM25's and the tokenizer's are the index's (bm25.load_for checked them), dense's the embeddings'.
+    """
+    record: dict[str, object] = {name: section for name, section in params.result_params().items()
+                                 if name not in ("chunk", "score")}
+    if run_sha256 is not None:
+        record["external_run"] = {"name": Path(params.retrieve.run).name, "sha256": run_sha256}
+    return record
+
+
+def _run_file_sha256(path: Path) -> str:
+    try:
+        return file_sha256(path)
+    except OSError as exc:
+        raise RunFileError(path, f"cannot be read ({exc.strerror})",
+                           fix="check retrieve.run in params.yaml and the file's permissions") from None
 
 
 def summary(ranked: Run, params: Params) -> str:

@@ -17,11 +17,25 @@ from groundkit.artifacts import (
     file_sha256,
     read_json,
     read_models,
+    round_floats,
 )
 from groundkit.corpus.passage import Chunk, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
-from groundkit.errors import ArtifactError, RunFileError
-from groundkit.pipeline.stages import CHUNKS, GOLD_SPANS, PASSAGES, PASSAGES_FILE, RUN, VALIDATION, written_by
+from groundkit.errors import ArtifactError, ParamsError, RunFileError
+from groundkit.pipeline.stages import (
+    CHUNKING,
+    CHUNKS,
+    EMBEDDINGS,
+    GOLD_SPANS,
+    INDEX,
+    PASSAGES,
+    PASSAGES_FILE,
+    RUN,
+    RUN_PARAMS_FILE,
+    SPAN_SOURCES,
+    Artifact,
+    written_by,
+)
 from groundkit.retrieval.trec import qrels_lines, read_run
 from groundkit.scoring.measures import BUDGET_RECALL, NDCG, RECALL
 from groundkit.scoring.schema import ExternalRunFile, QueryResult, RunMetadata
@@ -33,10 +47,11 @@ if TYPE_CHECKING:
 
 def run(
     spans: Path,
+    span_sources: Path,
     chunks: Path,
+    chunking: Path,
     run: Path,
     passages: Path,
-    validation: Path,
     params: Params,
     *,
     out_qrels: Path,
@@ -47,6 +62,11 @@ def run(
     out_plots: Path,
 ) -> dict[str, object]:
     """Derive qrels, score the run, and write the metrics, per-query rows, plot data and run metadata.
+
+    run.json reports what the run was computed from, as the stages that did the work recorded it: the hashes
+    of the corpus and judgments the spans were resolved from, the chunk params the chunks were cut with, and
+    the params the run was ranked with. Each must equal what this stage reads in params.yaml, which it
+    reports: a file edited while the pipeline ran is refused, not credited with numbers it did not make.
 
     Returns:
         The detail.json document (every measure, overall and per category).
@@ -70,19 +90,30 @@ def run(
         if len(ranking) > params.retrieve.depth:
             raise ArtifactError(run, f"query {query_id!r} has {len(ranking)} results, more than retrieve.depth",
                                 fix=f"re-run the {written_by(RUN)} stage")
-    inputs = read_json(validation, producer=written_by(VALIDATION))
-    external_run = None if kind.ranks_chunks else _external_run_file(Path(params.retrieve.run))
+    reported = params.result_params()
+    recorded = read_json(passages / RUN_PARAMS_FILE, producer=written_by(PASSAGES))
+    if not isinstance(recorded, dict):
+        raise ArtifactError(passages / RUN_PARAMS_FILE, "is not a JSON object; it was edited by hand",
+                            fix=f"re-run the {written_by(PASSAGES)} stage (dvc repro -f -s {written_by(PASSAGES)})")
+    external_run = None if kind.ranks_chunks else _external_run_file(Path(params.retrieve.run), recorded,
+                                                                  passages / RUN_PARAMS_FILE)
+    if "chunk" in reported:
+        recorded = {**recorded, "chunk": _section(read_json(chunking, producer=written_by(CHUNKING)), "chunk",
+                                                  chunking)}
+    # The records hold floats as every JSON artifact does, at FLOAT_DIGITS decimals: so does run.json.
+    _check_params(params, round_floats(reported), recorded, passages / RUN_PARAMS_FILE)
+    sources = read_json(span_sources, producer=written_by(SPAN_SOURCES))
     try:
         metadata = RunMetadata(
-            corpus_hash=inputs["corpus_hash"],
-            judgments_hash=inputs["judgments_hash"],
-            params=params.result_params(),
+            corpus_hash=sources["corpus_hash"],
+            judgments_hash=sources["judgments_hash"],
+            params=reported,
             groundkit_version=__version__,
             external_run=external_run,
         )
     except (KeyError, TypeError, ValueError):
-        raise ArtifactError(validation, "lacks the input hashes",
-                            fix=f"re-run the {written_by(VALIDATION)} stage") from None
+        raise ArtifactError(span_sources, "lacks the input hashes",
+                            fix=f"re-run the {written_by(SPAN_SOURCES)} stage") from None
     ranked = {q: list(map(itemgetter(0), r)) for q, r in rankings.items()}
     result, qrels = score_run(judgments, ranked, by_id, params.score.ks, params.score.budgets, universe=universe)
     summary = result.summary()
@@ -124,15 +155,62 @@ def _by_query(queries: Sequence[QueryResult], metric: str) -> list[dict[str, obj
     return [{"position": i, metric: q.metrics[metric], "query_id": q.query_id} for i, q in enumerate(ranked, 1)]
 
 
-def _external_run_file(path: Path) -> ExternalRunFile:
-    """Name and SHA-256 of the external run being scored: run.json says which file it measured, not where it lay."""
+RECORDED_BY: dict[str, Artifact] = {"chunk": CHUNKING, "bm25": INDEX, "tokenize": INDEX, "dense": EMBEDDINGS,
+                                    "retrieve": PASSAGES, "hybrid": PASSAGES}
+"""Where the value of each params section run.json reports was recorded by the stage that used it: the stage
+to run again when params.yaml no longer agrees (the retrieve stage checked the index's and the embeddings' own
+records against the params it copied into its record)."""
 
+
+def _section(document: object, name: str, path: Path) -> object:
+    if not isinstance(document, dict) or name not in document:
+        raise ArtifactError(path, f"does not record the {name} params; it was edited by hand",
+                            fix=f"re-run the {written_by(CHUNKING)} stage")
+    return document[name]
+
+
+def _check_params(params: Params, reported: dict[str, Any], recorded: dict[str, Any], record: Path) -> None:
+    """Refuse to report a params value other than the one the run was computed with (see :data:`RECORDED_BY`)."""
+    for section, values in reported.items():
+        if section == "score":
+            continue  # this stage's own
+        used = recorded.get(section)
+        for key in sorted(values) if isinstance(values, dict) and isinstance(used, dict) else [None]:
+            now, then = (values, used) if key is None else (values[key], used.get(key))
+            if now == then:
+                continue
+            name = section if key is None else f"{section}.{key}"
+            stage = written_by(RECORDED_BY[section])
+            raise ParamsError(params.source, f"is {now!r}, but the run was computed with {then!r} (as {stage} "
+                              f"recorded it): params.yaml changed while the pipeline ran, and run.json would credit "
+                              "the numbers to a setting that did not make them", key=name,
+                              fix=f"compute it again from that stage on: dvc repro -f -s {stage} && dvc repro "
+                                  "(with groundkit run: run it again)")
+
+
+def _external_run_file(path: Path, recorded: dict[str, Any], record: Path) -> ExternalRunFile:
+    """Name and SHA-256 of the external run the retrieve stage read: run.json says which file it measured.
+
+    Refused when the file there now holds other bytes: DVC records the file as it is now, so the run would
+    stand for a file it was not read from.
+    """
+    try:
+        ranked = ExternalRunFile.model_validate(recorded.get("external_run"))
+    except ValueError:
+        raise ArtifactError(record, "does not record the external run's SHA-256",
+                            fix=f"re-run the {written_by(PASSAGES)} stage") from None
     try:
         digest = file_sha256(path)
     except OSError as exc:
-        raise RunFileError(path, f"cannot be read to record its SHA-256 in run.json ({exc.strerror})",
+        raise RunFileError(path, f"cannot be read to check its SHA-256 ({exc.strerror})",
                            fix="keep the run file (retrieve.run) in place until scoring is done") from None
-    return ExternalRunFile(name=path.name, sha256=digest)
+    if digest != ranked.sha256 or path.name != ranked.name:
+        stage = written_by(PASSAGES)
+        raise RunFileError(path, f"changed while the pipeline ran: the {stage} stage read {ranked.name} with SHA-256 "
+                           f"{ranked.sha256[:12]}..., it now holds {digest[:12]}...",
+                           fix=f"read it again and go on: dvc repro -f -s {stage} && dvc repro (with groundkit run: "
+                               "run it again)")
+    return ranked
 
 
 def summary(metrics: dict[str, object], params: Params) -> str:

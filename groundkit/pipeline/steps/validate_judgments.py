@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_write_text, dumps_json, file_sha256
+from groundkit.artifacts import atomic_write_text, dumps_json
 from groundkit.corpus.audit import audit, check_audit, render
 from groundkit.corpus.documents import load_corpus_hashed
-from groundkit.corpus.judgments import Category, load_judgments
+from groundkit.corpus.judgments import Category, load_judgments_hashed
 
 if TYPE_CHECKING:
     from groundkit.config import AuditParams, Params, TokenizeParams
@@ -27,8 +27,8 @@ def run(
 ) -> AuditReport:
     """Check the judgments file, audit it against the corpus (with the index's tokenizer), record the hashes."""
 
-    loaded = load_judgments(judgments)
-    documents, corpus_hash = load_corpus_hashed(corpus_root)  # the hash of the very bytes audited
+    loaded, judgments_hash = load_judgments_hashed(judgments)  # the hash of the very bytes checked
+    documents, corpus_hash = load_corpus_hashed(corpus_root)  # and of those audited
     report = audit(documents, loaded, tokenizer)
     # The report is the evidence for whatever the check decides, so it is written first.
     atomic_write_text(out_audit, dumps_json(report.model_dump(mode="json")))
@@ -37,7 +37,7 @@ def run(
     validation = {
         "judgments": len(loaded),
         "by_category": counts,
-        "judgments_hash": file_sha256(judgments),
+        "judgments_hash": judgments_hash,
         "corpus_hash": corpus_hash,
     }
     atomic_write_text(out_validation, dumps_json(validation))

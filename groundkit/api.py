@@ -88,8 +88,8 @@ class Results:
 
         ``out`` must be new or a report groundkit wrote; anything else is refused, untouched.
         """
+        from groundkit._atomic import atomic_write_text
         from groundkit._outputs import check_file
-        from groundkit.artifacts import atomic_write_text
         from groundkit.reports.evidence import locate
         from groundkit.reports.html import Input, checked, is_report, render
 

@@ -23,7 +23,7 @@ PACKAGE = REPO / "groundkit"
 # Lowest first; a module may import from its own layer or any below it, never from above.
 LAYERS = ("infrastructure", "config", "corpus", "retrieval", "execution", "scoring", "pipeline", "reports", "api",
           "cli")
-INFRASTRUCTURE = {"groundkit.errors", "groundkit.artifacts"}  # and every private groundkit._name module
+INFRASTRUCTURE = {"groundkit.errors"}  # and every private groundkit._name module
 # The table of retriever kinds is configuration: it says what retrieve.retriever may name, and config
 # validates params against it. It imports no retriever's code: each kind names its builder as a string.
 # The report stage's step renders a report: it lives with the steps, the stage table names it as a

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from groundkit._atomic import atomic_write_text
 from groundkit._guard import guarded
 from groundkit._outputs import MARKER, SCRATCH_MARKER
-from groundkit.artifacts import atomic_write_text
 from groundkit.corpus.beir import import_beir
 from groundkit.errors import OutputError
 from groundkit.pipeline.runner import ARTIFACTS

@@ -44,7 +44,8 @@ def _print_findings(out: str, params: Any) -> None:
 def _cmd_audit(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundkit.artifacts import atomic_write_text, dumps_json
+    from groundkit._atomic import atomic_write_text
+    from groundkit._lines import dumps_json
     from groundkit.config import load_params
     from groundkit.corpus.audit import audit, check_audit, render
     from groundkit.corpus.documents import load_corpus

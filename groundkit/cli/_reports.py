@@ -89,8 +89,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from groundkit._atomic import atomic_write_text
     from groundkit._outputs import check_file
-    from groundkit.artifacts import atomic_write_text
     from groundkit.errors import CompareError
     from groundkit.reports.compare import check_alpha, parse_options
     from groundkit.reports.html import is_report, report

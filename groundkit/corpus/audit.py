@@ -104,15 +104,17 @@ def _postings(documents: Sequence[Document], tokenize_text: Tokenizer, wanted: s
 
 
 def audit(
-    documents: Sequence[Document], judgments: Sequence[Judgment], tokenizer: TokenizeParams | None = None
+    documents: Sequence[Document], judgments: Sequence[Judgment], tokenizer: TokenizeParams | None = None, *,
+    tokenize: Tokenizer | None = None,
 ) -> AuditReport:
     """Audit ``judgments`` against ``documents`` (no_answer leaks included, nothing raised).
 
     ``tokenizer`` must be the index's: a stemmer can make a no_answer query
     share a token with the corpus, and stopwords can remove the only one.
-    A whole-document gold span counts the same as a quote: its document is gold.
+    A whole-document gold span counts the same as a quote: its document is gold. ``tokenize`` is the
+    tokenizer ``tokenizer`` describes, when the caller has one already (a run's store shares its tokens).
     """
-    tokenize_index = make_tokenizer(tokenizer)
+    tokenize_index = tokenize or make_tokenizer(tokenizer)
     tokenize_content = make_content_tokenizer(tokenizer)
     postings = _postings(documents, tokenize_index, {t for j in judgments for t in tokenize_index(j.query)})
     if tokenizer is None or tokenizer.stemmer == "none":

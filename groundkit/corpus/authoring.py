@@ -38,9 +38,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from groundkit._atomic import atomic_write_text
 from groundkit._text import decode_utf8_lf
 from groundkit._validation import describe
-from groundkit.artifacts import atomic_write_text
 from groundkit.corpus.audit import normalise
 from groundkit.corpus.judgments import GoldSpan, Judgment, load_judgments
 from groundkit.corpus.passage import Document, NotOnce, line_col, locate_once

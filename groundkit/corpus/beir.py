@@ -72,10 +72,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundkit._json import loads_line
+from groundkit._lines import dumps_json
 from groundkit._outputs import output_folder
+from groundkit._seals import file_sha256
 from groundkit._text import BOM, bom_error
 from groundkit._validation import describe
-from groundkit.artifacts import dumps_json, file_sha256
 from groundkit.corpus.judgments import MAX_GRADE, Category, GoldSpan, Judgment
 from groundkit.errors import DatasetError, JSONLineError
 

@@ -15,7 +15,6 @@ import os
 import stat
 from pathlib import Path
 
-from groundkit import _shared
 from groundkit._models import assembled
 from groundkit._text import decode_utf8_lf
 from groundkit.corpus.passage import Document, content_id
@@ -184,27 +183,11 @@ def load_corpus(root: str | Path) -> list[Document]:
 
 
 def load_corpus_hashed(root: str | Path) -> tuple[list[Document], str]:
-    """:func:`load_corpus` and :func:`corpus_hash` of the same bytes, each document read once.
-
-    Inside :func:`groundkit._shared.sharing` (one ``groundkit run``) a corpus folder is read once, and
-    every step sees that snapshot: the corpus hash validate-judgments records is the hash of the very
-    documents chunked, even if a file changes while the run goes on.
-    """
-    root = Path(root)
-    snapshots = _shared.table("corpus")
-    if snapshots is None:
-        return _load_corpus_hashed(root)
-    key = os.path.realpath(root)
-    if key not in snapshots:
-        documents, digest = _load_corpus_hashed(root)
-        snapshots[key] = (tuple(documents), digest)
-    shared, digest = snapshots[key]
-    return list(shared), digest
-
-
-def _load_corpus_hashed(root: Path) -> tuple[list[Document], str]:
+    """:func:`load_corpus` and :func:`corpus_hash` of the same bytes, each document read once: the corpus hash a
+    run records is the hash of the very documents it read, even if a file changes meanwhile."""
     documents = []
     listing = []
+    root = Path(root)
     shown = root.as_posix().rstrip("/")
     for rel, path in corpus_files(root):
         data = read_document_bytes(path)

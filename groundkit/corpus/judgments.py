@@ -19,7 +19,6 @@ from pathlib import Path
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from groundkit import _shared
 from groundkit._json import loads_line
 from groundkit._models import StrictRecord
 from groundkit._text import decode_utf8_lf
@@ -221,21 +220,19 @@ def load_judgments_hashed(path: str | Path, *, ordered: bool = True) -> tuple[li
     beside judgments parsed from another.
     """
     path = Path(path)
+    data = judgments_bytes(path)
+    return parse_judgments(path, data, ordered=ordered), hashlib.sha256(data).hexdigest()
+
+
+def judgments_bytes(path: Path) -> bytes:
+    """The bytes of a judgments file, read once: they are both parsed and hashed."""
     if not path.is_file():
         raise JudgmentsError(path, "judgments file does not exist", fix="check corpus.judgments in params.yaml")
-    data = path.read_bytes()
-    digest = hashlib.sha256(data)
-    # Inside sharing (one groundkit run), validate-judgments and resolve-spans parse the same bytes once.
-    parses = _shared.table("judgments")
-    if parses is None:
-        return _parsed(path, data, ordered), digest.hexdigest()
-    key = (digest.digest(), ordered)
-    if key not in parses:
-        parses[key] = tuple(_parsed(path, data, ordered))  # frozen records: the tuple can be shared
-    return list(parses[key]), digest.hexdigest()
+    return path.read_bytes()
 
 
-def _parsed(path: Path, data: bytes, ordered: bool) -> list[Judgment]:
+def parse_judgments(path: Path, data: bytes, *, ordered: bool = True) -> list[Judgment]:
+    """The judgments ``data`` (the bytes of the file ``path``) holds, each validated, in file order."""
     text = decode_utf8_lf(path, data, error=JudgmentsError, hashed_as="judgments_hash")
     judgments: list[Judgment] = []
     first_line: dict[str, int] = {}

@@ -73,10 +73,10 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from groundkit._json import loads_line
+from groundkit._lines import dumps_json
 from groundkit._outputs import output_folder
 from groundkit._progress import bar
 from groundkit._validation import describe
-from groundkit.artifacts import dumps_json
 from groundkit.corpus.beir import SUFFIX, document_files
 from groundkit.corpus.judgments import QUERY_ID, Category, GoldSpan, Judgment
 from groundkit.errors import DatasetError, JSONLineError

@@ -34,7 +34,6 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
-from groundkit import _shared
 from groundkit.config import TokenizeParams
 
 _WORD = re.compile(r"\w+")
@@ -81,39 +80,12 @@ def _bm25s_stopwords() -> ModuleType:
     return module
 
 
-SHARED_TOKENS = 1 << 22
-"""How many tokens one in-process run keeps for reuse (about 250 MiB at most; SciFact's corpus has 1.5M)."""
-
-
 def make_tokenizer(params: TokenizeParams | None = None) -> Tokenizer:
-    """The tokenizer ``params`` describe; the bare default when ``params`` is None or default.
-
-    Inside :func:`groundkit._shared.sharing` (one ``groundkit run``), a text is tokenized once under a
-    tokenizer: the audit and the index tokenize the same documents (the same texts, when a chunk is a whole
-    document), and the second gets the first's tokens, as the tuple both share, up to ``SHARED_TOKENS`` in
-    all (a copy per caller cost a third of the saving).
-    """
+    """The tokenizer ``params`` describe; the bare default when ``params`` is None or default."""
     if params is None or params.is_default:
-        configured, name = tokenize, ("none", "none")
-    else:
-        stop = _stopwords(params.stopwords) if params.stopwords != "none" else frozenset()
-        configured, name = _filtered(stop, params.stemmer), (params.stopwords, params.stemmer)
-    shared = _shared.table("tokens")
-    if shared is None:
-        return configured
-    kept: dict[str, tuple[str, ...]] = shared.setdefault(name, {})
-    held = shared.setdefault("held", [0])  # tokens kept, under every tokenizer together
-
-    def tokenize_once(text: str) -> Sequence[str]:
-        tokens = kept.get(text)
-        if tokens is None:
-            tokens = tuple(configured(text))
-            if held[0] + len(tokens) <= SHARED_TOKENS:
-                kept[text] = tokens
-                held[0] += len(tokens)
-        return tokens
-
-    return tokenize_once
+        return tokenize
+    stop = _stopwords(params.stopwords) if params.stopwords != "none" else frozenset()
+    return _filtered(stop, params.stemmer)
 
 
 def make_content_tokenizer(params: TokenizeParams | None = None) -> Tokenizer:

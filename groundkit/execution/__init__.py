@@ -20,10 +20,13 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from groundkit._seals import Digest, file_sha256
+
 if TYPE_CHECKING:
     import numpy as np
 
     from groundkit.config import BM25Params, ExecutionParams, TokenizeParams
+    from groundkit.corpus.tokenizing import Tokenizer
     from groundkit.retrieval.bm25 import BM25Index, IndexSummary
     from groundkit.retrieval.dense import Encoder
     from groundkit.retrieval.kinds import Ranking
@@ -37,8 +40,13 @@ class Engine(Protocol):
     name: str
 
     def write_index(self, records: Iterable[tuple[str, str, int, str]], directory: Path, bm25: BM25Params,
-                    tokenizer: TokenizeParams) -> IndexSummary:
-        """Index ``(chunk_id, document, start_offset, text)`` records, in their order, into ``directory``."""
+                    tokenizer: TokenizeParams, *, tokenize: Tokenizer | None = None,
+                    digest_of: Digest = ...) -> IndexSummary:
+        """Index ``(chunk_id, document, start_offset, text)`` records, in their order, into ``directory``.
+
+        ``tokenize`` is the tokenizer ``tokenizer`` describes, where the caller has one that shares its
+        tokens (an engine that tokenizes elsewhere ignores it); ``digest_of`` hashes the written files.
+        """
         ...
 
     def search(self, index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
@@ -80,8 +88,9 @@ class _Lazy:
         return self._execution.engine
 
     def write_index(self, records: Iterable[tuple[str, str, int, str]], directory: Path, bm25: BM25Params,
-                    tokenizer: TokenizeParams) -> IndexSummary:
-        return self._opened().write_index(records, directory, bm25, tokenizer)
+                    tokenizer: TokenizeParams, *, tokenize: Tokenizer | None = None,
+                    digest_of: Digest = file_sha256) -> IndexSummary:
+        return self._opened().write_index(records, directory, bm25, tokenizer, tokenize=tokenize, digest_of=digest_of)
 
     def search(self, index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
         return self._opened().search(index, queries, depth)

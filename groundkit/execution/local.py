@@ -12,11 +12,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from groundkit._progress import track
+from groundkit._seals import Digest, file_sha256
 
 if TYPE_CHECKING:
     import numpy as np
 
     from groundkit.config import BM25Params, TokenizeParams
+    from groundkit.corpus.tokenizing import Tokenizer
     from groundkit.retrieval.bm25 import BM25Index, IndexSummary
     from groundkit.retrieval.dense import Encoder
     from groundkit.retrieval.kinds import Ranking
@@ -35,11 +37,13 @@ class LocalEngine:
         return None
 
     def write_index(self, records: Iterable[tuple[str, str, int, str]], directory: Path, bm25: BM25Params,
-                    tokenizer: TokenizeParams) -> IndexSummary:
-        """``bm25.write_index``: every segment counted, then weighed, in this process."""
+                    tokenizer: TokenizeParams, *, tokenize: Tokenizer | None = None,
+                    digest_of: Digest = file_sha256) -> IndexSummary:
+        """``bm25.write_index``: every segment counted, then weighed, in this process, with ``tokenize``."""
         from groundkit.retrieval.bm25 import write_index
 
-        return write_index(records, directory, k1=bm25.k1, b=bm25.b, tokenizer=tokenizer)
+        return write_index(records, directory, k1=bm25.k1, b=bm25.b, tokenizer=tokenizer, tokenize=tokenize,
+                           digest_of=digest_of)
 
     def search(self, index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
         """``index.search`` for every query, in order."""

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from groundkit._progress import bar, track
+from groundkit._seals import Digest, file_sha256
 from groundkit.config import RAY_EXTRA
 from groundkit.errors import DependencyError, ParamsError
 from groundkit.retrieval.bm25 import (
@@ -56,6 +57,7 @@ from groundkit.retrieval.dense import Encoder, batch_bounds
 
 if TYPE_CHECKING:
     from groundkit.config import BM25Params, DenseParams, TokenizeParams
+    from groundkit.corpus.tokenizing import Tokenizer
     from groundkit.retrieval.kinds import Ranking
 
 MAX_RETRIES = 3
@@ -162,19 +164,21 @@ class RayEngine:
     # --- index
 
     def write_index(self, records: Iterable[tuple[str, str, int, str]], directory: Path, bm25: BM25Params,
-                    tokenizer: TokenizeParams, *, segment_rows: int = SEGMENT_ROWS) -> IndexSummary:
+                    tokenizer: TokenizeParams, *, segment_rows: int = SEGMENT_ROWS, tokenize: Tokenizer | None = None,
+                    digest_of: Digest = file_sha256) -> IndexSummary:
         """Index ``(chunk_id, document, start_offset, text)`` records into ``directory``, segments counted and
         weighed by Ray tasks; the same files, byte for byte, as ``bm25.write_index``.
 
         The driver reads the records once, keeps the row table, and sends each segment's texts to a
         count task as soon as the segment is full, holding at most ``_in_flight()`` segments of text at
-        once. ``segment_rows`` is for tests (the engine never changes it).
+        once. ``segment_rows`` is for tests (the engine never changes it). ``tokenize`` is not used: the
+        workers tokenize, with the tokenizer ``tokenizer`` describes.
         """
         ray = _ray()
         count = ray.remote(num_returns=2, max_retries=MAX_RETRIES)(_count_segment)
         weigh = ray.remote(max_retries=MAX_RETRIES)(_weigh_segment)
         window = _in_flight(ray)
-        with IndexWriter(directory, k1=bm25.k1, b=bm25.b, tokenizer=tokenizer) as writer:
+        with IndexWriter(directory, k1=bm25.k1, b=bm25.b, tokenizer=tokenizer, digest_of=digest_of) as writer:
             counts: list[Any] = []
             summaries: list[Any] = []
             unfinished: list[Any] = []

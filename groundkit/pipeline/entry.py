@@ -60,8 +60,9 @@ def _parser(installed: bool) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
     """Run the stage ``argv`` names; ``installed`` for ``groundkit stage`` (the installed groundkit)."""
-    from groundkit._shared import fewer_collections
+    from groundkit._collector import fewer_collections
     from groundkit.config import load_params
+    from groundkit.pipeline.store import Store
 
     args = _parser(installed).parse_args(argv)
     stage = BY_NAME[args.stage]
@@ -84,7 +85,7 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
         check_retriever_declared(params.retrieve.kind, code)
     step = importlib.import_module(stage.step)
     with fewer_collections():
-        result = step.run(**stage.arguments(given, params, code or ()))
+        result = step.run(**stage.arguments(given, params, Store(), code or ()))
     if guards:
         check_modules_declared(code)
     print(step.summary(result, params), file=sys.stderr)

@@ -24,6 +24,7 @@ from groundkit.retrieval.kinds import SECTIONS, sections_read
 
 if TYPE_CHECKING:
     from groundkit.config import Params
+    from groundkit.pipeline.store import Store
 
 ENTRY = "stages/stage.py"
 """The script DVC runs for every stage: ``python stages/stage.py STAGE --params params.yaml ...``."""
@@ -37,7 +38,7 @@ class Artifact:
         path: Repository-relative POSIX path, under build/ or metrics/. The in-process runner keeps
             only the last part, so every artifact's name is unique.
         about: What it holds, in a few words (the option's help text).
-        sealed: Written with a ``NAME.sha256`` companion that readers check (groundkit/artifacts.py);
+        sealed: Written with a ``NAME.sha256`` companion that readers check (groundkit/_seals.py);
             the seal is an output of its stage and a dependency of every stage that reads the file.
         dvc: How dvc.yaml declares it: ``outs``, ``metrics`` (``dvc metrics``) or ``plots``.
         cache: False for the small files kept in git rather than DVC's cache (``cache: false``).
@@ -138,13 +139,17 @@ class Stage:
     in_process: bool = True
 
     def arguments(
-        self, paths: Mapping[Artifact | ParamPath, str | Path], params: Params, code: Sequence[Path] = ()
+        self, paths: Mapping[Artifact | ParamPath, str | Path], params: Params, store: Store,
+        code: Sequence[Path] = (),
     ) -> dict[str, object]:
-        """Keyword arguments for the step's ``run``: the paths it reads and writes, and its params sections.
+        """Keyword arguments for the step's ``run``: the paths it reads and writes, its params sections, and the
+        store it reads and writes through (groundkit/pipeline/store.py: a DVC stage's plain one, or a run's).
 
         ``code`` is the repository's own code a stage that ``checks`` it is handed (see :attr:`code`).
         """
-        bound: dict[str, object] = {"code": list(code)} if self.code == "checks" else {}
+        bound: dict[str, object] = {"store": store}
+        if self.code == "checks":
+            bound["code"] = list(code)
         for port in (*self.inputs, *self.outputs):
             if isinstance(port, Output):
                 bound[port.argument] = Path(paths[port.artifact])

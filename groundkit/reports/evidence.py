@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
 
-from groundkit.artifacts import read_models, seal_path
+from groundkit._seals import seal_path
 from groundkit.corpus.passage import Chunk, Document, Excerpt, Passage, PassageLocator
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import GroundkitError
 from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES, PASSAGES_FILE, RUN, written_by
-from groundkit.retrieval.trec import read_run
+from groundkit.pipeline.store import Store
 
 BUILD = "build"
 # Where each artifact lies inside a run folder (and a workspace's build/); an older layout kept
@@ -83,16 +83,18 @@ class Evidence:
 
 
 def read_files(documents: Path, spans: Path, chunks: Path, run: Path, passages: Path | None, *,
-               source: str) -> Evidence:
-    """Read the artifacts at the given paths (``passages`` is the passages file, None when there is none)."""
-    docs = read_models(documents, Document, producer=written_by(DOCUMENTS))
-    judgments = read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
-    chunk_list = read_models(chunks, Chunk, producer=written_by(CHUNKS))
+               source: str, store: Store | None = None) -> Evidence:
+    """Read the artifacts at the given paths (``passages`` is the passages file, None when there is none), through
+    ``store`` (a run's, when the report is a step of it; else the plain one)."""
+    store = store or Store()
+    docs = store.read_models(documents, Document, producer=written_by(DOCUMENTS))
+    judgments = store.read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
+    chunk_list = store.read_models(chunks, Chunk, producer=written_by(CHUNKS))
     by_id: dict[str, Excerpt] = {c.passage_id: c for c in chunk_list}
     if passages is not None:
-        by_id.update((p.passage_id, p) for p in read_models(passages, Excerpt, producer=written_by(PASSAGES)))
-    rankings = read_run(run, [j.query_id for j in judgments], set(by_id),
-                        listed_in=f"{CHUNKS.name} or {PASSAGES_FILE}", producer=written_by(RUN))
+        by_id.update((p.passage_id, p) for p in store.read_models(passages, Excerpt, producer=written_by(PASSAGES)))
+    rankings = store.read_run(run, [j.query_id for j in judgments], set(by_id),
+                              listed_in=f"{CHUNKS.name} or {PASSAGES_FILE}", producer=written_by(RUN))
     return Evidence(
         source=source,
         documents={d.path: d for d in docs},

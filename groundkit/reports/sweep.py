@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groundkit._atomic import atomic_write_text
 from groundkit._json import loads_line
-from groundkit.artifacts import atomic_write_text, csv_text
+from groundkit._lines import csv_text
 from groundkit.errors import InputError, JSONLineError, MeasureError, SweepError
 from groundkit.scoring.measures import MEASURES
 

@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from groundkit.artifacts import atomic_directory, atomic_write_text, dumps_json, file_sha256, read_json
+from groundkit._atomic import atomic_directory, atomic_write_text
+from groundkit._lines import dumps_json, read_json
+from groundkit._seals import file_sha256
 from groundkit.config import NO_FILE
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import ArtifactError, DependencyError, ParamsError

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from groundkit._seals import Digest, file_sha256
+
 if TYPE_CHECKING:
     from groundkit.config import Params
     from groundkit.corpus.passage import Chunk, Document, Excerpt
@@ -66,12 +68,16 @@ class Need(enum.Enum):
 
 @dataclass(frozen=True)
 class Sources:
-    """What a retriever may read: the artifacts of the stages before retrieve, loaded only when asked for."""
+    """What a retriever may read: the artifacts of the stages before retrieve, loaded only when asked for.
+
+    ``digest`` hashes a file the retriever checks against a manifest (the run's store knows its own files).
+    """
 
     chunks: Callable[[], list[Chunk]]
     documents: Callable[[], list[Document]]
     index_dir: Path
     embeddings_dir: Path
+    digest: Digest = file_sha256
 
 
 @dataclass(frozen=True)
@@ -171,7 +177,7 @@ class BM25(RetrieverKind):
     run_tag = "groundkit-bm25"
     sections = ("chunk", "bm25", "tokenize")
     needs = frozenset({Need.INDEX})
-    builder = "groundkit.retrieval.bm25:ranker"
+    builder = "groundkit.retrieval.bm25.search:ranker"
 
 
 @dataclass(frozen=True)

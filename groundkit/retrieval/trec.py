@@ -25,25 +25,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_write_text, parsed
+from groundkit._atomic import atomic_write_text
+from groundkit._lines import artifact_bytes, decoded
 from groundkit.errors import ArtifactError
 
 if TYPE_CHECKING:
     import numpy as np
 
 Ranking = list[tuple[str, float]]
-
-
-def run_lines(rankings: Mapping[str, Sequence[tuple[str, float | None]]], tag: str) -> Iterable[str]:
-    """Lines of a TREC run, queries in the mapping's order; a score of None is written as ``-rank``.
-
-    A score is written as the shortest text that reads back as the same float (Python's ``repr``):
-    rounding to a fixed number of decimals would make scores that differ only past the last decimal
-    look tied, and trec_eval or ir_measures would then order them by document id, not as ranked.
-    """
-    for query_id, ranking in rankings.items():
-        if ranking:
-            yield from _query_text(query_id, *_columns(_as_read(ranking)), tag).split("\n")[:-1]
 
 
 def _as_read(ranking: Sequence[tuple[str, float | None]]) -> Sequence[tuple[str, float]]:
@@ -112,31 +101,41 @@ def _ranks(depth: int) -> list[str]:
 _RANK_COLUMN: list[str] = []
 
 
-def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float | None]]], tag: str) -> None:
-    """Write and seal the run :func:`run_lines` describes.
+def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float | None]]], tag: str) -> str:
+    """Write and seal a TREC run, queries in the mapping's order; return the digest of the bytes written.
 
-    Inside :func:`groundkit._shared.sharing` the rankings are also left, as :func:`read_run` would parse
-    them (a score of None as ``-rank``), for a reader in the same process: it checks them as it checks
-    parsed ones, without parsing 300,000 lines again. Ids must hold no whitespace (query ids, content ids
-    and run tags do not), or the file would not have six columns.
+    A score is written as the shortest text that reads back as the same float (Python's ``repr``):
+    rounding to a fixed number of decimals would make scores that differ only past the last decimal
+    look tied, and trec_eval or ir_measures would then order them by document id, not as ranked. A score
+    of None is written as ``-rank``. Ids must hold no whitespace (query ids, content ids and run tags do
+    not), or the file would not have six columns.
+
+    It writes only what :func:`read_run` accepts: every ranking's ids distinct and its scores finite and
+    never rising. Retrievers' results are ordered and checked before they get here, so a ranking that is
+    not is a fault of groundkit's (a ValueError), not a file to be refused later.
     """
     import numpy as np  # see _columns
 
     blocks: list[str] = []
-    as_read: dict[str, tuple[tuple[str, float], ...]] = {}
-    sound = True  # every ranking's ids distinct and its scores finite, never rising: read_run need not check again
     for query_id, ranking in rankings.items():
         if ranking:
-            pairs = _as_read(ranking)
-            as_read[query_id] = tuple(pairs)
-            ids, scores, values = _columns(pairs)
-            sound = sound and len(set(ids)) == len(ids) and bool(np.isfinite(values).all()) \
-                and not bool((values[1:] > values[:-1]).any())
+            ids, scores, values = _columns(_as_read(ranking))
+            if len(set(ids)) != len(ids) or not bool(np.isfinite(values).all()) \
+                    or bool((values[1:] > values[:-1]).any()):
+                raise ValueError(f"the ranking of query {query_id!r} repeats a passage, or its scores are not finite "
+                                 "and falling")
             blocks.append(_query_text(query_id, ids, scores, values, tag))
-    atomic_write_text(path, "".join(blocks), seal=True, shares=lambda: {_AS_WRITTEN: (as_read, sound)})
+    digest = atomic_write_text(path, "".join(blocks), seal=True)
+    assert digest is not None
+    return digest
 
 
-_AS_WRITTEN = "run as write_run wrote it"
+def as_read(rankings: Mapping[str, Sequence[tuple[str, float | None]]]) -> dict[str, tuple[tuple[str, float], ...]]:
+    """What :func:`read_run` parses back from the file :func:`write_run` writes of ``rankings`` (before its
+    query and passage ids are checked): ``(str, float)`` pairs, a score of None as ``-rank``."""
+    return {query_id: tuple(_as_read(ranking)) for query_id, ranking in rankings.items() if ranking}
+
+
 _ID, _SCORE = operator.itemgetter(0), operator.itemgetter(1)
 
 
@@ -162,30 +161,21 @@ def read_run(
     (they may be zero or negative: a cosine can be). Every id must be one of
     ``passage_ids`` (those of the file ``listed_in``), at most once per query.
     """
-    # What a successful parse returns depends on the text, the query ids and the passage ids; listed_in and
-    # producer only word the errors.
-    key = ("run", tuple(query_ids), None if passage_ids is None else frozenset(passage_ids))
-    shared = parsed(path, producer, lambda path, text: _parse_run(path, text, query_ids, passage_ids, listed_in,
-                                                                   producer), key,
-                    written=(_AS_WRITTEN, lambda written: _checked(written, query_ids, passage_ids)))
-    return {query_id: list(ranking) for query_id, ranking in shared.items()}
+    path = Path(path)
+    data, _ = artifact_bytes(path, producer, sealed=True)
+    parsed = parse_run(path, decoded(path, data, producer), query_ids, passage_ids, listed_in, producer)
+    return {query_id: list(ranking) for query_id, ranking in parsed.items()}
 
 
-def _checked(written: tuple[dict[str, tuple[tuple[str, float], ...]], bool], query_ids: Sequence[str],
-             passage_ids: set[str] | None) -> dict[str, tuple[tuple[str, float], ...]] | None:
-    """What :func:`_parse_run` returns for the text ``write_run`` wrote from ``written``, or None where it would
-    raise. ``written`` is the rankings and whether write_run found every ranking's ids distinct and its scores
-    finite and never rising; the line checks (six columns, ranks in sequence, one block per query) hold by how
-    the lines are written. What depends on the reader, the query and passage ids it knows, is checked here."""
-    rankings, sound = written
-    if not sound or passage_ids is None or not set(query_ids).issuperset(rankings):
-        return None  # the parse names the line at fault (and an unchecked id might hold a space)
-    if not all(passage_ids.issuperset(map(_ID, ranking)) for ranking in rankings.values()):
-        return None
-    return {query_id: rankings.get(query_id, ()) for query_id in query_ids}
+def knows(rankings: Mapping[str, Sequence[tuple[str, float]]], query_ids: Sequence[str],
+          passage_ids: set[str] | None) -> bool:
+    """Whether every query of ``rankings`` is one of ``query_ids`` and every passage one of ``passage_ids``:
+    what :func:`parse_run` checks of a run's ids besides their form (None: the passages are not known)."""
+    return passage_ids is not None and set(query_ids).issuperset(rankings) and \
+        all(passage_ids.issuperset(map(_ID, ranking)) for ranking in rankings.values())
 
 
-def _parse_run(path: Path, text: str, query_ids: Sequence[str], passage_ids: set[str] | None, listed_in: str,
+def parse_run(path: Path, text: str, query_ids: Sequence[str], passage_ids: set[str] | None, listed_in: str,
                producer: str) -> dict[str, tuple[tuple[str, float], ...]]:
     fix = f"delete it and re-run the {producer} stage (dvc repro -f -s {producer})"
     known = set(query_ids)

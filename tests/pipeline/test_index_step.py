@@ -7,11 +7,13 @@ import json
 
 import pytest
 
-from groundkit.artifacts import atomic_write_lines, iter_models, model_line, read_models
+from groundkit._atomic import atomic_write_lines
+from groundkit._lines import iter_models, model_line, read_models
 from groundkit.config import BM25Params, TokenizeParams
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import ArtifactError
 from groundkit.pipeline.steps import index as index_step
+from groundkit.pipeline.store import Store
 from groundkit.retrieval.bm25 import BM25Index
 
 
@@ -30,7 +32,7 @@ def _files(directory) -> dict[str, bytes]:
 def test_the_step_writes_the_bytes_of_the_in_memory_build(tmp_path, tokenizer):
     chunks = _chunks()
     atomic_write_lines(tmp_path / "chunks.jsonl", map(model_line, chunks), seal=True)
-    built = index_step.run(tmp_path / "chunks.jsonl", BM25Params(k1=0.9, b=0.4), tmp_path / "index",
+    built = index_step.run(tmp_path / "chunks.jsonl", BM25Params(k1=0.9, b=0.4), tmp_path / "index", store=Store(),
                            tokenizer=tokenizer)
     BM25Index.build(chunks, k1=0.9, b=0.4, tokenizer=tokenizer).save(tmp_path / "memory")
     assert _files(tmp_path / "index") == _files(tmp_path / "memory")
@@ -59,7 +61,7 @@ def _message(read) -> str:
 def test_a_bad_record_fails_on_its_line_and_leaves_nothing_behind(tmp_path):
     path = _bad_record_file(tmp_path)
     (tmp_path / "out").mkdir()
-    message = _message(lambda: index_step.run(path, BM25Params(), tmp_path / "out" / "index"))
+    message = _message(lambda: index_step.run(path, BM25Params(), tmp_path / "out" / "index", store=Store()))
     assert ":3" in message and "record is invalid" in message
     assert message == _message(lambda: read_models(path, Chunk, producer="chunk"))
     assert list((tmp_path / "out").iterdir()) == []  # no index, no temporary folder

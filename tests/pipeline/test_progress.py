@@ -22,25 +22,30 @@ SCRIPT = """
 import sys
 from pathlib import Path
 from groundkit import _progress
-from groundkit.artifacts import atomic_write_lines, model_line
+from groundkit._atomic import atomic_write_lines
+from groundkit._lines import model_line
 from groundkit.config import ChunkParams
 from groundkit.corpus.passage import Document
 from groundkit.pipeline.steps import chunk as chunk_step, embed as embed_step
 from groundkit.pipeline.steps import index as index_step, retrieve as retrieve_step
 from groundkit.config import load_params
+from groundkit.pipeline.store import Store
 
 _progress.DELAY_S = 0
+store = Store()
 work = Path(sys.argv[1])
 documents = [Document(path=f"d{i}.md", text=f"alpha beta gamma {i} " * 40) for i in range(5)]
 atomic_write_lines(work / "documents.jsonl", (model_line(d) for d in documents), seal=True)
-chunk_step.run(work / "documents.jsonl", ChunkParams(size=100), work / "chunks.jsonl", work / "chunking.json")
+chunk_step.run(work / "documents.jsonl", ChunkParams(size=100), work / "chunks.jsonl", work / "chunking.json",
+               store=store)
 params = load_params(None, ["retrieve.depth=10"])
-index_step.run(work / "chunks.jsonl", params.bm25, work / "index")
-embed_step.run(work / "chunks.jsonl", params, work / "embeddings")
+index_step.run(work / "chunks.jsonl", params.bm25, work / "index", store=store)
+embed_step.run(work / "chunks.jsonl", params, work / "embeddings", store=store)
 atomic_write_lines(work / "spans.jsonl",
                    ['{"category": "factoid", "query": "alpha", "query_id": "q1", "spans": []}'], seal=True)
 retrieve_step.run(work / "chunks.jsonl", work / "documents.jsonl", work / "index", work / "embeddings",
-                  work / "spans.jsonl", params, out_run=work / "run.trec", out_passages=work / "passages.jsonl")
+                  work / "spans.jsonl", params, out_run=work / "run.trec", out_passages=work / "passages.jsonl",
+                  store=store)
 print("done")
 """
 

@@ -253,7 +253,8 @@ def test_matrix_and_query_scores_are_bit_identical_to_bm25s(tmp_path, k1, b):
 def test_block_boundaries_do_not_change_the_index(tmp_path, monkeypatch):
     chunks = make_chunks(_generated_texts(12))
     whole = _saved_arrays(BM25Index.build(chunks, k1=1.2, b=0.75), tmp_path / "whole")
-    monkeypatch.setattr("groundkit.retrieval.bm25._BLOCK", 7)
+    monkeypatch.setattr("groundkit.retrieval.bm25.build._BLOCK", 7)  # the build's blocks of texts
+    monkeypatch.setattr("groundkit.retrieval.bm25.format._BLOCK", 7)  # the writer's blocks of rows
     blocked = _saved_arrays(BM25Index.build(chunks, k1=1.2, b=0.75), tmp_path / "blocked")
     for name, array in whole.items():
         assert array.tobytes() == blocked[name].tobytes()
@@ -430,23 +431,27 @@ def test_empty_and_tokenless_corpora_index_and_answer_nothing(tmp_path):
     assert tokenless.num_chunks == 2 and tokenless.vocab == [] and tokenless.search("a", 5) == []
 
 
-def test_save_index_from_separately_weighed_segments_writes_the_same_bytes(tmp_path):
-    # What a distributed engine does: count and weigh segments apart, hand them to the driver to write.
-    from groundkit.retrieval.bm25 import count_segment, merge_stats, save_index, weigh_segment, write_index
+def test_separately_weighed_segments_written_by_the_driver_are_the_same_bytes(tmp_path):
+    # What a distributed engine does: count and weigh segments apart, hand them to the driver's one writer.
+    from groundkit.retrieval.bm25 import IndexWriter, count_segment, merge_stats, weigh_segment, write_index
 
     chunks = make_chunks(_generated_texts(18))
     counts = [count_segment([c.text for c in chunks[a:a + 40]], None, first_row=a) for a in range(0, 150, 40)]
     stats = merge_stats([c.summary() for c in reversed(counts)])
-    weighed = (weigh_segment(c, stats, k1=1.2, b=0.75) for c in counts)
     rows = [(c.chunk_id, c.document, c.start_offset) for c in chunks]
-    built = save_index(tmp_path / "driver", k1=1.2, b=0.75, stats=stats, rows=rows, segments=weighed)
+    with IndexWriter(tmp_path / "driver", k1=1.2, b=0.75) as writer:
+        writer.add_rows(*zip(*rows, strict=True))
+        for count in counts:
+            writer.add_segment(weigh_segment(count, stats, k1=1.2, b=0.75))
+        built = writer.finish(stats)
     assert built == (150, len(stats.vocab))
     records = ((c.chunk_id, c.document, c.start_offset, c.text) for c in chunks)
     write_index(records, tmp_path / "local", k1=1.2, b=0.75, segment_rows=40)
     assert _files(tmp_path / "driver") == _files(tmp_path / "local")
-    with pytest.raises(ValueError, match="segment 0 starts at row 40"):
-        save_index(tmp_path / "bad", k1=1.2, b=0.75, stats=stats, rows=rows,
-                   segments=[weigh_segment(counts[1], stats, k1=1.2, b=0.75)])
+    with pytest.raises(ValueError, match="segment 0 starts at row 40"), \
+            IndexWriter(tmp_path / "bad", k1=1.2, b=0.75) as writer:
+        writer.add_rows(*zip(*rows, strict=True))
+        writer.add_segment(weigh_segment(counts[1], stats, k1=1.2, b=0.75))
     assert not (tmp_path / "bad").exists()
 
 

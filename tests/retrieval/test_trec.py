@@ -8,14 +8,15 @@ import random
 import numpy as np
 import pytest
 
-from groundkit.artifacts import atomic_write_lines
+from groundkit._atomic import atomic_write_lines
 from groundkit.errors import ArtifactError
-from groundkit.retrieval.trec import read_run, run_lines, score_texts
+from groundkit.retrieval.trec import read_run, score_texts
 
 
 def write_run(tmp_path, rankings):
+    """The run file, written line by line from the format (and sealed), whatever it holds: the reader's tests."""
     path = tmp_path / "run.trec"
-    atomic_write_lines(path, run_lines(rankings, "groundkit-test"), seal=True)
+    atomic_write_lines(path, _reference_lines(rankings, "groundkit-test"), seal=True)
     return path
 
 
@@ -72,24 +73,29 @@ def _reference_lines(rankings, tag):
 
 @pytest.mark.parametrize("depths", [(1,), (2, 1), (1000, 3, 2500), (7, 0, 1)])
 def test_the_stage_writes_the_lines_of_the_format(tmp_path, depths):
-    # write_run and run_lines join each query's lines in one pass, with a shared rank column: byte for byte
+    # write_run joins each query's lines in one pass, with a shared rank column: byte for byte
     # the plain format, for every depth (a longer ranking after a shorter one, and back), scores of every
     # kind, and a query with no result (no line).
     from groundkit.retrieval.trec import write_run as stage_write_run
 
     rng = random.Random(len(depths))
     kinds = [lambda: rng.random() * 30, lambda: 1e-300, lambda: 5e20, lambda: -0.0, lambda: 3.0, lambda: -7.25]
-    rankings = {f"q{i}": [(f"c{j:04x}", rng.choice(kinds)()) for j in range(depth)] for i, depth in enumerate(depths)}
+    rankings = {f"q{i}": list(zip([f"c{j:04x}" for j in range(depth)],
+                                  sorted((rng.choice(kinds)() for _ in range(depth)), reverse=True), strict=True))
+                for i, depth in enumerate(depths)}
     stage_write_run(tmp_path / "run.trec", rankings, "bm25")
     expected = _reference_lines(rankings, "bm25")
     assert (tmp_path / "run.trec").read_text(encoding="utf-8") == "".join(f"{line}\n" for line in expected)
-    assert list(run_lines(rankings, "bm25")) == expected and len(expected) == sum(depths)
+    assert len(expected) == sum(depths)
 
 
-def test_run_lines_writes_a_missing_score_as_minus_the_rank_and_any_number_as_a_float():
+def test_write_run_writes_a_missing_score_as_minus_the_rank_and_any_number_as_a_float(tmp_path):
+    from groundkit.retrieval.trec import write_run as stage_write_run
+
     rankings = {"q1": [("a", None), ("b", None)], "q2": [("c", 3), ("d", 2.5)]}
-    assert list(run_lines(rankings, "external")) == _reference_lines(rankings, "external") == [
-        "q1 Q0 a 1 -1.0 external", "q1 Q0 b 2 -2.0 external", "q2 Q0 c 1 3.0 external", "q2 Q0 d 2 2.5 external"]
+    stage_write_run(tmp_path / "run.trec", rankings, "external")
+    assert (tmp_path / "run.trec").read_text(encoding="utf-8").splitlines() == _reference_lines(rankings, "external") \
+        == ["q1 Q0 a 1 -1.0 external", "q1 Q0 b 2 -2.0 external", "q2 Q0 c 1 3.0 external", "q2 Q0 d 2 2.5 external"]
 
 
 def _score_samples() -> list[tuple[str, list[float]]]:

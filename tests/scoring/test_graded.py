@@ -17,7 +17,7 @@ from groundkit.corpus.judgments import Category, GoldSpan, Judgment, parse_judgm
 from groundkit.corpus.passage import Chunk, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
 from groundkit.errors import JudgmentsError
-from groundkit.retrieval.trec import qrels_lines, run_lines
+from groundkit.retrieval.trec import qrels_lines, write_run
 from groundkit.scoring.measures import ndcg_at_k
 from groundkit.scoring.score import score_run
 
@@ -105,7 +105,7 @@ def test_graded_ndcg_equals_ir_measures_on_the_same_graded_qrels(known_universe,
     # The files groundkit exports, read by ir_measures.
     (tmp_path / "qrels.trec").write_text("".join(line + "\n" for line in qrels_lines(qrels)))
     scored = {q: [(p, float(-rank)) for rank, p in enumerate(ids, 1)] for q, ids in rankings.items()}
-    (tmp_path / "run.trec").write_text("".join(line + "\n" for line in run_lines(scored, "t")))
+    write_run(tmp_path / "run.trec", scored, "t")
     qrels_file = list(ir_measures.read_trec_qrels(str(tmp_path / "qrels.trec")))
     run = list(ir_measures.read_trec_run(str(tmp_path / "run.trec")))
     measures = [nDCG @ 10, nDCG @ 5, nDCG @ 1, Success @ 10, RR]

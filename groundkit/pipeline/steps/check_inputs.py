@@ -13,16 +13,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_write_text, dumps_json
+from groundkit._atomic import atomic_write_text
+from groundkit._lines import dumps_json
 from groundkit.errors import InputError
 
 if TYPE_CHECKING:
     from groundkit.config import Params
+    from groundkit.pipeline.store import Store
 
 
-def run(corpus_root: Path, judgments: Path, run_file: Path, out_inputs: Path, *,
+def run(corpus_root: Path, judgments: Path, run_file: Path, out_inputs: Path, *, store: Store,
         code: Sequence[Path] = ()) -> dict[str, str]:
-    """Check that every input path exists here; record them (the same bytes whenever they are found)."""
+    """Check that every input path exists here; record them (the same bytes whenever they are found). Nothing is
+    read, so ``store`` goes unused."""
     expected = {"corpus.root": (corpus_root, "folder"), "corpus.judgments": (judgments, "file"),
                 "retrieve.run": (run_file, "file")}
     missing = [(key, path) for key, (path, kind) in expected.items()

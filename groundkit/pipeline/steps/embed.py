@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import read_models
 from groundkit.corpus.passage import Chunk
 from groundkit.execution import open_engine
 from groundkit.pipeline.stages import CHUNKS, written_by
@@ -14,10 +13,11 @@ from groundkit.retrieval.kinds import Need
 
 if TYPE_CHECKING:
     from groundkit.config import Params
+    from groundkit.pipeline.store import Store
 
 
 
-def run(chunks: Path, params: Params, out_embeddings: Path) -> dict[str, object]:
+def run(chunks: Path, params: Params, out_embeddings: Path, *, store: Store) -> dict[str, object]:
     """Embed the chunks when the retriever needs it, with the engine ``execution`` names; otherwise write a
     manifest saying none were needed.
 
@@ -28,7 +28,7 @@ def run(chunks: Path, params: Params, out_embeddings: Path) -> dict[str, object]
         return save_no_embeddings(out_embeddings)
     from groundkit.retrieval.dense import Encoder, save_embeddings  # numpy, only when there is something to embed
 
-    chunk_list = read_models(chunks, Chunk, producer=written_by(CHUNKS))
+    chunk_list = store.read_models(chunks, Chunk, producer=written_by(CHUNKS))
     # Built here, not inside save_embeddings, so that a missing model names the params file actually read.
     encoder = Encoder(params.dense, source=params.source)
     with open_engine(params.execution) as engine:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import iter_models
 from groundkit.config import ExecutionParams, TokenizeParams
 from groundkit.corpus.passage import Chunk
 from groundkit.execution import open_engine
@@ -14,10 +13,11 @@ from groundkit.retrieval.bm25 import IndexSummary
 
 if TYPE_CHECKING:
     from groundkit.config import BM25Params, Params
+    from groundkit.pipeline.store import Store
 
 
 
-def run(chunks: Path, params: BM25Params, out_index: Path, *, tokenizer: TokenizeParams | None = None,
+def run(chunks: Path, params: BM25Params, out_index: Path, *, store: Store, tokenizer: TokenizeParams | None = None,
         execution: ExecutionParams | None = None) -> IndexSummary:
     """Build the BM25 index over the chunks, streaming them, on the engine ``execution`` names.
 
@@ -26,9 +26,11 @@ def run(chunks: Path, params: BM25Params, out_index: Path, *, tokenizer: Tokeniz
     the tokenizer.
     """
     records = ((c.chunk_id, c.document, c.start_offset, c.text)
-               for c in iter_models(chunks, Chunk, producer=written_by(CHUNKS)))
+               for c in store.iter_models(chunks, Chunk, producer=written_by(CHUNKS)))
+    tokenizer = tokenizer or TokenizeParams()
     with open_engine(execution or ExecutionParams()) as engine:
-        return engine.write_index(records, out_index, params, tokenizer or TokenizeParams())
+        return engine.write_index(records, out_index, params, tokenizer, tokenize=store.tokenizer(tokenizer),
+                                  digest_of=store.sha256)
 
 
 def summary(built: IndexSummary, params: Params) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_write_text
+from groundkit._atomic import atomic_write_text
 from groundkit.errors import ArtifactError
 from groundkit.pipeline.stages import PASSAGES_FILE, PER_QUERY, RUN_METADATA, written_by
 from groundkit.reports.evidence import read_files
@@ -18,6 +18,7 @@ from groundkit.reports.html import render, workspace_input
 
 if TYPE_CHECKING:
     from groundkit.config import Params
+    from groundkit.pipeline.store import Store
 
 LABEL = "this run"
 """The run's name in its own report: a fixed word, since its folder may be a scratch folder."""
@@ -34,13 +35,14 @@ def run(
     passages: Path,
     *,
     out_report: Path,
+    store: Store,
 ) -> int:
     """Write the report; return its size in bytes."""
     if run_metadata != per_query.parent / RUN_METADATA.name or per_query.name != PER_QUERY.name:
         raise ArtifactError(run_metadata, f"must lie beside {per_query} as {RUN_METADATA.name}, as the "
                             f"{written_by(PER_QUERY)} stage writes them", fix="keep the score stage's outputs together")
     passages_file = passages / PASSAGES_FILE
-    evidence = read_files(documents, spans, chunks, run, passages_file, source="the run's artifacts")
+    evidence = read_files(documents, spans, chunks, run, passages_file, source="the run's artifacts", store=store)
     page = render(workspace_input(per_query, evidence, plots / "budget.csv", LABEL))
     atomic_write_text(out_report, page)
     return len(page.encode("utf-8"))

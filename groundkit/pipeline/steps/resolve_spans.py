@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_write_text, dumps_json, read_json, write_models
-from groundkit.corpus.documents import load_corpus_hashed
-from groundkit.corpus.judgments import load_judgments_hashed
+from groundkit._atomic import atomic_write_text
+from groundkit._lines import dumps_json, read_json
 from groundkit.corpus.passage import Document
 from groundkit.corpus.spans import ResolvedJudgment, resolve_judgments
 from groundkit.errors import ArtifactError, CorpusError, InputError, JudgmentsError
@@ -15,10 +14,11 @@ from groundkit.pipeline.stages import VALIDATION, written_by
 
 if TYPE_CHECKING:
     from groundkit.config import Params
+    from groundkit.pipeline.store import Store
 
 
 def run(corpus_root: Path, judgments: Path, validation: Path, out_documents: Path, out_spans: Path,
-        out_sources: Path) -> list[ResolvedJudgment]:
+        out_sources: Path, *, store: Store) -> list[ResolvedJudgment]:
     """Load the corpus and resolve every gold quote; write the corpus snapshot, the spans and what they came from.
 
     The corpus and the judgments are read here again, after validate-judgments read them: an edit in between
@@ -27,8 +27,8 @@ def run(corpus_root: Path, judgments: Path, validation: Path, out_documents: Pat
     validation.json recorded, and the hashes go into span_sources.json, which run.json reports.
     """
 
-    documents, corpus_hash = load_corpus_hashed(corpus_root)
-    loaded, judgments_hash = load_judgments_hashed(judgments)
+    documents, corpus_hash = store.corpus(corpus_root)
+    loaded, judgments_hash = store.judgments(judgments)
     checked = read_json(validation, producer=written_by(VALIDATION))
     try:
         recorded = {"corpus_hash": str(checked["corpus_hash"]), "judgments_hash": str(checked["judgments_hash"])}
@@ -43,9 +43,9 @@ def run(corpus_root: Path, judgments: Path, validation: Path, out_documents: Pat
         loaded, {d.path: d for d in documents}, judgments_path=judgments, corpus_root=corpus_root
     )
     # Spans first: the documents snapshot is what unblocks chunking, so it is written last.
-    write_models(out_spans, resolved, ResolvedJudgment)
+    store.write_models(out_spans, resolved, ResolvedJudgment)
     atomic_write_text(out_sources, dumps_json({"corpus_hash": corpus_hash, "judgments_hash": judgments_hash}))
-    write_models(out_documents, documents, Document)
+    store.write_models(out_documents, documents, Document)
     return resolved
 
 

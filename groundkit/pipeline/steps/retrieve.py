@@ -5,17 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_directory, atomic_write_text, dumps_json, file_sha256, read_models, write_models
+from groundkit._atomic import atomic_directory, atomic_write_text
+from groundkit._lines import dumps_json
+from groundkit._seals import file_sha256
 from groundkit.corpus.passage import Chunk, Document, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import RunFileError
 from groundkit.execution import lazy_engine
 from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES_FILE, RUN_PARAMS_FILE, written_by
 from groundkit.retrieval.kinds import Need, Run, Sources
-from groundkit.retrieval.trec import write_run
 
 if TYPE_CHECKING:
     from groundkit.config import Params
+    from groundkit.pipeline.store import Store
 
 
 def run(
@@ -28,6 +30,7 @@ def run(
     *,
     out_run: Path,
     out_passages: Path,
+    store: Store,
 ) -> Run:
     """Rank passages for every judgment's query with the retriever ``retrieve.retriever`` names.
 
@@ -37,12 +40,13 @@ def run(
     judgment's ``exclude_documents`` leave its ranking here, before the run is written.
     """
 
-    judgments = read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
+    judgments = store.read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
     sources = Sources(
-        chunks=lambda: read_models(chunks, Chunk, producer=written_by(CHUNKS)),
-        documents=lambda: read_models(documents, Document, producer=written_by(DOCUMENTS)),
+        chunks=lambda: store.read_models(chunks, Chunk, producer=written_by(CHUNKS)),
+        documents=lambda: store.read_models(documents, Document, producer=written_by(DOCUMENTS)),
         index_dir=index_dir,
         embeddings_dir=embeddings_dir,
+        digest=store.sha256,
     )
     kind = params.retrieve.kind
     external = Path(params.retrieve.run) if Need.RUN_FILE in kind.needs else None
@@ -60,9 +64,9 @@ def run(
         # Applied to the run itself, so the exported run.trec scores the same in ir_measures as here.
         ranked = ranked.excluding(excluded, sources.chunks() if kind.ranks_chunks else ranked.passages)
     with atomic_directory(out_passages) as folder:
-        write_models(folder / PASSAGES_FILE, ranked.passages, Excerpt)
+        store.write_models(folder / PASSAGES_FILE, ranked.passages, Excerpt)
         atomic_write_text(folder / RUN_PARAMS_FILE, dumps_json(ranked_with(params, before)))
-    write_run(out_run, ranked.rankings, kind.run_tag)
+    store.write_run(out_run, ranked.rankings, kind.run_tag)
     return ranked
 
 

@@ -8,17 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groundkit import __version__
-from groundkit.artifacts import (
-    atomic_directory,
-    atomic_write_lines,
-    atomic_write_text,
-    csv_text,
-    dumps_json,
-    file_sha256,
-    read_json,
-    read_models,
-    round_floats,
-)
+from groundkit._atomic import atomic_directory, atomic_write_lines, atomic_write_text
+from groundkit._lines import csv_text, dumps_json, read_json, round_floats
+from groundkit._seals import file_sha256
 from groundkit.corpus.passage import Chunk, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import ArtifactError, ParamsError, RunFileError
@@ -36,13 +28,14 @@ from groundkit.pipeline.stages import (
     Artifact,
     written_by,
 )
-from groundkit.retrieval.trec import qrels_lines, read_run
+from groundkit.retrieval.trec import qrels_lines
 from groundkit.scoring.measures import BUDGET_RECALL, NDCG, RECALL
 from groundkit.scoring.schema import ExternalRunFile, QueryResult, RunMetadata
 from groundkit.scoring.score import budget_curve, hit_rate_curve, score_run
 
 if TYPE_CHECKING:
     from groundkit.config import Params, ScoreParams
+    from groundkit.pipeline.store import Store
 
 
 def run(
@@ -60,6 +53,7 @@ def run(
     out_per_query: Path,
     out_run_metadata: Path,
     out_plots: Path,
+    store: Store,
 ) -> dict[str, object]:
     """Derive qrels, score the run, and write the metrics, per-query rows, plot data and run metadata.
 
@@ -72,19 +66,20 @@ def run(
         The detail.json document (every measure, overall and per category).
     """
 
-    judgments = read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
+    judgments = store.read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
     kind = params.retrieve.kind
     # A retriever that ranks chunks ranks the chunks, any of which it could have returned: they are the universe
     # of passages. One that reads a run ranks the run's own passages (passages.jsonl); which others would have
     # been relevant is unknown.
     universe: Sequence[Excerpt] | None
     if kind.ranks_chunks:
-        universe = ranked_from = read_models(chunks, Chunk, producer=written_by(CHUNKS))
+        universe = ranked_from = store.read_models(chunks, Chunk, producer=written_by(CHUNKS))
     else:
-        universe, ranked_from = None, read_models(passages / PASSAGES_FILE, Excerpt, producer=written_by(PASSAGES))
+        universe, ranked_from = None, store.read_models(passages / PASSAGES_FILE, Excerpt,
+                                                        producer=written_by(PASSAGES))
     by_id = {p.passage_id: p for p in ranked_from}
     listed_in = CHUNKS.name if kind.ranks_chunks else PASSAGES_FILE
-    rankings = read_run(run, [j.query_id for j in judgments], set(by_id), listed_in=listed_in,
+    rankings = store.read_run(run, [j.query_id for j in judgments], set(by_id), listed_in=listed_in,
                         producer=written_by(RUN))
     for query_id, ranking in rankings.items():
         if len(ranking) > params.retrieve.depth:

@@ -5,14 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit.artifacts import atomic_write_text, dumps_json
+from groundkit._atomic import atomic_write_text
+from groundkit._lines import dumps_json
 from groundkit.corpus.audit import audit, check_audit, render
-from groundkit.corpus.documents import load_corpus_hashed
-from groundkit.corpus.judgments import Category, load_judgments_hashed
+from groundkit.corpus.judgments import Category
 
 if TYPE_CHECKING:
     from groundkit.config import AuditParams, Params, TokenizeParams
     from groundkit.corpus.audit import AuditReport
+    from groundkit.pipeline.store import Store
 
 
 
@@ -23,13 +24,14 @@ def run(
     out_validation: Path,
     out_audit: Path,
     *,
+    store: Store,
     tokenizer: TokenizeParams | None = None,
 ) -> AuditReport:
     """Check the judgments file, audit it against the corpus (with the index's tokenizer), record the hashes."""
 
-    loaded, judgments_hash = load_judgments_hashed(judgments)  # the hash of the very bytes checked
-    documents, corpus_hash = load_corpus_hashed(corpus_root)  # and of those audited
-    report = audit(documents, loaded, tokenizer)
+    loaded, judgments_hash = store.judgments(judgments)  # the hash of the very bytes checked
+    documents, corpus_hash = store.corpus(corpus_root)  # and of those audited
+    report = audit(documents, loaded, tokenizer, tokenize=store.tokenizer(tokenizer))
     # The report is the evidence for whatever the check decides, so it is written first.
     atomic_write_text(out_audit, dumps_json(report.model_dump(mode="json")))
     check_audit(report, params, str(judgments))

@@ -1,7 +1,8 @@
-"""Atomic, sealed artifact files: what a reader accepts and what it refuses."""
+"""Atomic, sealed artifact files and their lines: what a writer writes, what a reader accepts and refuses."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -9,7 +10,10 @@ import subprocess
 
 import pytest
 
-from groundkit.artifacts import atomic_directory, atomic_write_lines, read_lines, seal_path
+from groundkit._atomic import atomic_directory, atomic_write_lines
+from groundkit._lines import model_line, read_lines, reads_back_equal
+from groundkit._seals import seal_path
+from groundkit.corpus.passage import Chunk, Document
 from groundkit.errors import ArtifactError
 
 
@@ -67,24 +71,33 @@ def test_atomic_writers_give_the_modes_the_umask_gives(tmp_path, umask):
     assert modes == {"run.trec": file_mode, "run.trec.sha256": file_mode, "index": dir_mode, "vocab.json": file_mode}
 
 
-def test_a_run_reuses_a_parse_only_of_the_same_bytes_and_arguments(tmp_path):
-    """Inside one run a re-read is not parsed again; a changed file or other arguments are."""
-    from groundkit._shared import sharing
-    from groundkit.retrieval.trec import read_run
+def test_a_model_line_escapes_every_character_as_json_does():
+    """The fast writer must give json.dumps's bytes for every code point a document can hold."""
+    characters = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    for start in range(0, len(characters), 50_000):
+        text = "".join(characters[start:start + 50_000])
+        document = Document(path="p", text=text)
+        expected = json.dumps({"document_id": document.document_id, "path": "p", "text": text},
+                              sort_keys=True, ensure_ascii=False)
+        assert model_line(document) == expected
+    chunk = Chunk(document="a", start_offset=3, end_offset=4, text="\x00")
+    assert model_line(chunk) == json.dumps(chunk.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
 
-    run = tmp_path / "run.trec"
-    atomic_write_lines(run, ["q1 Q0 a 1 2.5 bm25", "q1 Q0 b 2 1.5 bm25"], seal=True)
-    with sharing():
-        first = read_run(run, ["q1"], {"a", "b"})
-        first["q1"].append(("z", 0.0))  # a caller's edit must not reach the next reader
-        assert read_run(run, ["q1"], {"a", "b"}) == {"q1": [("a", 2.5), ("b", 1.5)]}
-        # Other arguments are another parse: "b" is no longer a known passage.
-        with pytest.raises(ArtifactError, match="names passage 'b'"):
-            read_run(run, ["q1"], {"a"})
-        # Rewritten (and resealed) between two reads: the new bytes are parsed.
-        atomic_write_lines(run, ["q1 Q0 b 1 3.0 bm25"], seal=True)
-        assert read_run(run, ["q1"], {"a", "b"}) == {"q1": [("b", 3.0)]}
-        # Edited after its seal: refused, though identical bytes were parsed before.
-        run.write_text("q1 Q0 a 1 2.5 bm25\n", encoding="utf-8")
-        with pytest.raises(ArtifactError, match="does not match the SHA-256"):
-            read_run(run, ["q1"], {"a", "b"})
+
+def test_which_models_read_back_equal_from_their_lines():
+    """model_line rounds floats, so a model with one (or with Any, which may hold one) does not read back equal."""
+    from groundkit._models import Record
+    from groundkit.corpus.audit import AuditReport, JudgmentAudit
+    from groundkit.corpus.spans import ResolvedJudgment
+
+    assert reads_back_equal(Chunk) and reads_back_equal(ResolvedJudgment) and reads_back_equal(JudgmentAudit)
+    assert not reads_back_equal(AuditReport)  # trivial_share: float
+
+    class Scored(Record):
+        name: str
+        score: float
+
+    class Loose(Record):
+        extra: dict[str, object]
+
+    assert not reads_back_equal(Scored) and not reads_back_equal(Loose)

@@ -14,7 +14,7 @@ judgments and the artifacts of earlier stages through it, and writes its own thr
 The invariant that makes the hand-back safe: what is handed back equals what the reader would parse from
 the bytes. Records are handed back only for a model all of whose fields read back equal from their line
 (strings, ints, enums, no float: :func:`groundkit._lines.reads_back_equal`), and only when every record is
-of exactly that model. A run is handed back as the pairs :func:`groundkit.retrieval.trec.as_read` makes of
+of exactly that model. A run is handed back as the pairs :func:`groundkit.retrieval.trec.write_run` returns of
 it, once the ids the reader knows have been checked as the parser checks them
 (:func:`groundkit.retrieval.trec.knows`); the rest of the parser's checks hold by construction, since
 :func:`groundkit.retrieval.trec.write_run` refuses to write a ranking the parser would refuse.
@@ -231,9 +231,9 @@ class RunStore(Store):
 
     def write_run(self, path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float | None]]],
                   tag: str) -> None:
-        digest = trec.write_run(path, rankings, tag)
-        self._written(path, digest)
-        self._rankings[digest] = trec.as_read(rankings)
+        written = trec.write_run(path, rankings, tag)
+        self._written(path, written.digest)
+        self._rankings[written.digest] = written.rankings
 
 
 def _identity(stamp: os.stat_result) -> _Identity:

@@ -23,7 +23,7 @@ import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from groundkit._atomic import atomic_write_text
 from groundkit._lines import artifact_bytes, decoded
@@ -101,8 +101,9 @@ def _ranks(depth: int) -> list[str]:
 _RANK_COLUMN: list[str] = []
 
 
-def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float | None]]], tag: str) -> str:
-    """Write and seal a TREC run, queries in the mapping's order; return the digest of the bytes written.
+def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float | None]]], tag: str) -> Written:
+    """Write and seal a TREC run, queries in the mapping's order; return the digest of the bytes written and
+    the rankings as :func:`read_run` parses them back (before it checks their ids against what it knows).
 
     A score is written as the shortest text that reads back as the same float (Python's ``repr``):
     rounding to a fixed number of decimals would make scores that differ only past the last decimal
@@ -117,9 +118,12 @@ def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float
     import numpy as np  # see _columns
 
     blocks: list[str] = []
+    as_read: dict[str, tuple[tuple[str, float], ...]] = {}
     for query_id, ranking in rankings.items():
         if ranking:
-            ids, scores, values = _columns(_as_read(ranking))
+            pairs = _as_read(ranking)
+            as_read[query_id] = tuple(pairs)
+            ids, scores, values = _columns(pairs)
             if len(set(ids)) != len(ids) or not bool(np.isfinite(values).all()) \
                     or bool((values[1:] > values[:-1]).any()):
                 raise ValueError(f"the ranking of query {query_id!r} repeats a passage, or its scores are not finite "
@@ -127,13 +131,15 @@ def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float
             blocks.append(_query_text(query_id, ids, scores, values, tag))
     digest = atomic_write_text(path, "".join(blocks), seal=True)
     assert digest is not None
-    return digest
+    return Written(digest, as_read)
 
 
-def as_read(rankings: Mapping[str, Sequence[tuple[str, float | None]]]) -> dict[str, tuple[tuple[str, float], ...]]:
-    """What :func:`read_run` parses back from the file :func:`write_run` writes of ``rankings`` (before its
-    query and passage ids are checked): ``(str, float)`` pairs, a score of None as ``-rank``."""
-    return {query_id: tuple(_as_read(ranking)) for query_id, ranking in rankings.items() if ranking}
+class Written(NamedTuple):
+    """What :func:`write_run` wrote: the SHA-256 of the file, and its rankings as ``(str, float)`` pairs (a score of
+    None as ``-rank``), queries with no result left out."""
+
+    digest: str
+    rankings: dict[str, tuple[tuple[str, float], ...]]
 
 
 _ID, _SCORE = operator.itemgetter(0), operator.itemgetter(1)

@@ -1,10 +1,8 @@
 """Render dvc.yaml from the stage table: `python -m groundkit.pipeline.dvc_yaml --write`.
 
-dvc.yaml is DVC's copy of the stage graph. Written by hand it drifts from the code (a stage that
-imports a module it does not list is not re-run when that module changes), so it is rendered from
-groundkit/pipeline/stages.py, with each stage's code deps read off its import closure
-(groundkit/pipeline/closure.py) as the folders that hold it, and tests/pipeline/test_stages.py
-fails when the committed file and the table disagree. Edit the table, then re-render.
+dvc.yaml is DVC's copy of the stage graph. Written by hand it drifts from the code, so it is rendered
+from groundkit/pipeline/stages.py, and tests/pipeline/test_stages.py fails when the committed file and
+the table disagree. Edit the table, then re-render.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ from typing import Any
 
 from groundkit._guard import guarded
 from groundkit.errors import OutputError
-from groundkit.pipeline.closure import import_closure
 from groundkit.pipeline.stages import ENTRY, STAGES, Artifact, Output, ParamPath, Stage
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +29,7 @@ HEADER = """\
 # corpus.judgments come from params.yaml, so `dvc exp run -S corpus.root=...` evaluates another corpus.
 # Every templated value is single-quoted, so the shell hands it to the stage as written (a space or
 # `$(...)` in a folder name is just a character); groundkit refuses a path param holding a single
-# quote or a control character. A stage's code deps are the folders holding its import closure
+# quote or a control character. A stage's code deps are the groundkit and stages folders
 # (groundkit/pipeline/dvc_yaml.py says why folders, not files).
 """
 
@@ -115,23 +112,25 @@ OWN = Layout()
 """groundkit's own repository."""
 
 
-def code_deps(stage: Stage, root: Path = ROOT, layout: Layout = OWN) -> list[str]:
-    """The top-level folders holding the source files a stage runs (``groundkit``, ``stages``), sorted.
+CODE_FOLDERS = ("groundkit", "stages")
+"""What every stage of groundkit's own pipeline depends on as code (tests/pipeline/test_stages.py checks that
+no module there imports anything else of the repository)."""
 
-    The files are the entry point's import closure plus its step module's: the entry point imports
-    the step by name, which no syntax tree shows. DVC is given their folders rather than the files:
-    after every stage DVC re-reads and rewrites dvc.lock with its pure-Python YAML round-tripper, so
-    each dep costs every later stage again, and listing some 25 files per stage made that the
-    largest part of a `dvc repro` (1.7 s of 8 on the golden corpus, benchmarks/bench_pipeline.py).
-    A folder covers every file of the closure, so no code change can leave a stage stale; the price
-    is that any change to groundkit's code re-runs every stage.
+
+def code_deps(stage: Stage, layout: Layout = OWN) -> list[str]:
+    """The code a stage depends on: in groundkit's own repository the ``groundkit`` and ``stages`` folders.
+
+    Folders rather than the files each stage imports: after every stage DVC re-reads and rewrites
+    dvc.lock with its pure-Python YAML round-tripper, so each dep costs every later stage again, and
+    listing some 25 files per stage made that the largest part of a `dvc repro` (1.7 s of 8 on the golden
+    corpus, benchmarks/bench_pipeline.py). A folder covers every file, so no code change can leave a stage
+    stale; the price is that any change to groundkit's code re-runs every stage.
 
     In the installed layout, the only code a stage depends on is the repository's own that it imports.
     """
     if layout.installed:
         return list(layout.code) if stage.code == "imports" else []
-    closure = import_closure(root, scripts=[ENTRY], modules=[stage.step])
-    return sorted({path.split("/", 1)[0] for path in closure})
+    return list(CODE_FOLDERS)
 
 
 def _value(source: Artifact | ParamPath) -> str:
@@ -160,10 +159,10 @@ def _data_deps(stage: Stage) -> list[str]:
     return deps
 
 
-def stage_document(stage: Stage, root: Path = ROOT, layout: Layout = OWN) -> dict[str, Any]:
+def stage_document(stage: Stage, layout: Layout = OWN) -> dict[str, Any]:
     """The stage as DVC reads it from dvc.yaml (what ``yaml.safe_load`` gives for it)."""
     document: dict[str, Any] = {"desc": stage.about, "cmd": command(stage, layout)}
-    deps = [*code_deps(stage, root, layout), *_data_deps(stage)]
+    deps = [*code_deps(stage, layout), *_data_deps(stage)]
     if deps:
         document["deps"] = deps
     if stage.params:
@@ -197,8 +196,8 @@ def _comment(text: str, indent: str) -> list[str]:
     return [f"{indent}# {line}" for line in text.splitlines()]
 
 
-def _stage_text(stage: Stage, root: Path, layout: Layout) -> list[str]:
-    document = stage_document(stage, root, layout)
+def _stage_text(stage: Stage, layout: Layout) -> list[str]:
+    document = stage_document(stage, layout)
     lines = _comment(stage.note, "  ") if stage.note else []
     lines += [f"  {stage.name}:", f"    desc: {document['desc']}", "    cmd: >-", *_fold(document["cmd"], "      ")]
     if "deps" in document:
@@ -227,9 +226,9 @@ def _stage_text(stage: Stage, root: Path, layout: Layout) -> list[str]:
     return lines
 
 
-def render(root: Path = ROOT, layout: Layout = OWN) -> str:
-    """The text of dvc.yaml for the stage table: groundkit's own (the sources under ``root``), or ``layout``'s."""
-    body = "\n\n".join("\n".join(_stage_text(stage, root, layout)) for stage in STAGES)
+def render(layout: Layout = OWN) -> str:
+    """The text of dvc.yaml for the stage table: groundkit's own, or ``layout``'s."""
+    body = "\n\n".join("\n".join(_stage_text(stage, layout)) for stage in STAGES)
     header = INSTALLED_HEADER.format(version=layout.version) if layout.installed else HEADER
     return f"{header}stages:\n{body}\n\n{TOP_PLOTS}"
 
@@ -244,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="write dvc.yaml instead of printing it")
     parser.add_argument("--root", type=Path, default=ROOT, help="the repository (default: the one holding groundkit)")
     args = parser.parse_args(argv)
-    text = render(args.root)
+    text = render()
     if args.write:
         target = args.root / "dvc.yaml"
         if target.is_file() and target.read_text(encoding="utf-8") != text and _edited(target):

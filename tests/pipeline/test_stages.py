@@ -1,4 +1,4 @@
-"""The stage table against dvc.yaml, the steps, and the import closure of every stage."""
+"""The stage table against dvc.yaml and the steps, and what each stage runs."""
 
 from __future__ import annotations
 
@@ -16,13 +16,11 @@ import yaml
 from groundkit.config import load_params
 from groundkit.errors import OutputError
 from groundkit.pipeline import dvc_yaml
-from groundkit.pipeline.closure import import_closure
 from groundkit.pipeline.runner import ARTIFACTS
 from groundkit.pipeline.stages import (
     BY_NAME,
     CHUNKS,
     DOCUMENTS,
-    ENTRY,
     GOLD_SPANS,
     METRICS,
     PASSAGES,
@@ -42,46 +40,37 @@ def _committed(root: Path = REPO) -> dict:
     return yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))
 
 
-def undeclared_code(root: Path) -> dict[str, list[str]]:
-    """Stage -> the files of its import closure that no dep in ``root``'s dvc.yaml covers (as file or folder)."""
-    declared = _committed(root)["stages"]
-    missing = {}
-    for stage in STAGES:
-        deps = declared[stage.name]["deps"]
-        closure = import_closure(root, scripts=[ENTRY], modules=[stage.step])
-        absent = sorted(path for path in closure
-                        if not any(path == dep or path.startswith(f"{dep}/") for dep in deps))
-        if absent:
-            missing[stage.name] = absent
-    return missing
+CODE_FOLDERS = ("groundkit", "stages")
+"""What a stage of groundkit's own pipeline runs: its entry point's folder and the package, nothing else."""
 
 
-def test_every_stage_lists_its_import_closure_in_its_deps():
-    assert undeclared_code(REPO) == {}, "re-render dvc.yaml: python -m groundkit.pipeline.dvc_yaml --write"
+def _repository_imports(path: Path) -> set[str]:
+    """The top-level modules ``path`` imports (inside functions too) that are folders or files of this repository."""
+    local = {p.name for p in REPO.iterdir() if p.is_dir() and not p.name.startswith(".")}
+    local |= {p.stem for p in REPO.glob("*.py")}
+    local |= {p.stem for p in (REPO / "stages").glob("*.py")}
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found & local
 
 
-def test_a_dep_missing_from_dvc_yaml_is_caught(tmp_path):
-    """The check above on a copy of the tree whose chunk stage no longer lists the entry point's folder."""
-    for folder in ("groundkit", "stages"):
-        shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "dvc.yaml", tmp_path / "dvc.yaml")
-    assert undeclared_code(tmp_path) == {}
-    document = _committed(tmp_path)
-    document["stages"]["chunk"]["deps"].remove("stages")
-    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump(document), encoding="utf-8")
-
-    assert undeclared_code(tmp_path) == {"chunk": ["stages/_own_tree.py", "stages/stage.py"]}
-
-
-def test_code_deps_are_the_folders_of_what_each_stage_runs():
+def test_the_code_deps_are_the_code_folders_and_cover_everything_a_stage_can_import():
+    """Each stage depends on the package and the entry point's folder; no module there imports anything else of
+    the repository (tests, examples, benchmarks), so nothing a stage runs lies outside its deps."""
     declared = _committed()["stages"]
     for stage in STAGES:
-        closure = import_closure(REPO, scripts=[ENTRY], modules=[stage.step])
-        assert {f"groundkit/pipeline/steps/{stage.step.rsplit('.', 1)[1]}.py", ENTRY} <= closure, stage.name
-        code = [dep for dep in declared[stage.name]["deps"] if dep in ("groundkit", "stages")]
-        assert code == ["groundkit", "stages"], stage.name
+        code = [dep for dep in declared[stage.name]["deps"] if dep in CODE_FOLDERS]
+        assert code == list(CODE_FOLDERS), stage.name
         # Anything else a stage depends on is data: no source file is listed one by one.
         assert not any(dep.endswith(".py") for dep in declared[stage.name]["deps"]), stage.name
+        assert (REPO / f"{stage.step.replace('.', '/')}.py").is_file(), stage.name
+    for folder in CODE_FOLDERS:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            assert _repository_imports(path) <= {"groundkit", "_own_tree", "stage"}, path
 
 
 def test_no_stage_imports_what_it_does_not_need():
@@ -173,7 +162,7 @@ def test_the_table_binds_every_parameter_of_the_step(stage):
     step = importlib.import_module(stage.step)
     parameters = inspect.signature(step.run).parameters
     bound = {port.argument for port in (*stage.inputs, *stage.outputs) if port.argument is not None}
-    bound |= set(stage.step_params)
+    bound |= set(stage.step_params) | {"store"} | ({"code"} if stage.code == "checks" else set())
     required = {name for name, p in parameters.items() if p.default is inspect.Parameter.empty}
     assert required <= bound <= set(parameters)
     assert callable(step.summary)
@@ -184,40 +173,6 @@ def test_the_table_binds_every_parameter_of_the_step(stage):
         if port.option is not None and port.argument is None:
             assert isinstance(port.source, ParamPath)
     assert all(isinstance(output, Output) and output.option for output in stage.outputs)
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    return root
-
-
-def test_closure_follows_late_and_relative_imports_and_skips_type_checking(tmp_path):
-    root = _tree(tmp_path, {
-        "stages/run.py": "import helper\nimport json\nfrom groundkit.pkg import a\n",
-        "stages/helper.py": "import groundkit\n",
-        "stages/unused.py": "",
-        "groundkit/__init__.py": "",
-        "groundkit/pkg/__init__.py": "",
-        "groundkit/pkg/a.py": ("from typing import TYPE_CHECKING\nfrom . import b\n"
-                               "if TYPE_CHECKING:\n    from groundkit import typed_only\n"
-                               "def late():\n    from groundkit.deep.c import thing\n"),
-        "groundkit/pkg/b.py": "from ..shared import x\n",
-        "groundkit/shared.py": "",
-        "groundkit/typed_only.py": "",
-        "groundkit/deep/__init__.py": "",
-        "groundkit/deep/c.py": "",
-        "groundkit/untouched.py": "",
-    })
-    assert import_closure(root, scripts=["stages/run.py"]) == {
-        "stages/run.py", "stages/helper.py", "groundkit/__init__.py", "groundkit/pkg/__init__.py",
-        "groundkit/pkg/a.py", "groundkit/pkg/b.py", "groundkit/shared.py", "groundkit/deep/__init__.py",
-        "groundkit/deep/c.py",
-    }
-    # A module imported by name brings its packages' __init__ files.
-    assert import_closure(root, modules=["groundkit.deep.c"]) == {
-        "groundkit/__init__.py", "groundkit/deep/__init__.py", "groundkit/deep/c.py"}
 
 
 def test_rendering_never_overwrites_uncommitted_edits_to_dvc_yaml(tmp_path):

@@ -96,7 +96,7 @@ def generate(workdir: Path, queries: int, metrics: list[str], candidates: int = 
     return workdir / "baseline", sides
 
 
-FLOOR = ("import sys, scipy.stats; from pathlib import Path; from groundkit.reports.compare import read_side; "
+FLOOR = ("import sys, scipy.stats; from pathlib import Path; from groundkit.reports.sides import read_side; "
          "[read_side(side, cwd=Path.cwd()) for side in sys.argv[1:]]")
 
 

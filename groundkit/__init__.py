@@ -40,7 +40,8 @@ if _typing.TYPE_CHECKING:
     from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan, resolve_judgments
     from groundkit.corpus.squad import import_squad
     from groundkit.pipeline.runner import run
-    from groundkit.reports.compare import Comparison, compare, read_side
+    from groundkit.reports.compare import Comparison, compare
+    from groundkit.reports.sides import read_side
     from groundkit.retrieval.kinds import Retriever, RetrieverKind
     from groundkit.scoring.measures import MEASURES, Measure
     from groundkit.scoring.schema import QueryResult, StageResult
@@ -66,7 +67,7 @@ _LAZY = {
     "run": "groundkit.pipeline.runner",
     "Comparison": "groundkit.reports.compare",
     "compare": "groundkit.reports.compare",
-    "read_side": "groundkit.reports.compare",
+    "read_side": "groundkit.reports.sides",
     "Results": "groundkit.api",
     "compare_runs": "groundkit.api",
     "evaluate": "groundkit.api",

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groundkit.errors import RetrieverError
-from groundkit.reports.compare import NO_ANSWER, Side, compare, read_side
+from groundkit.reports.compare import compare
+from groundkit.reports.sides import NO_ANSWER, Side, read_side
 from groundkit.retrieval.kinds import PythonObject, RetrieverKind, parse
 
 if TYPE_CHECKING:

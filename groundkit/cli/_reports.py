@@ -28,8 +28,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from groundkit.errors import CompareError
-    from groundkit.reports.compare import check_correction, compare, parse_options, read_side, render_markdown, to_json
+    from groundkit.reports.compare import check_correction, compare, parse_options
     from groundkit.reports.compare_many import compare_many, experiment_sides, render_markdown_many, to_json_many
+    from groundkit.reports.compare_text import render_markdown, to_json
+    from groundkit.reports.sides import read_side
 
     alpha, max_drop, top = parse_options(args.alpha, args.max_drop, args.top)
     correction = check_correction(args.correction)

@@ -9,34 +9,22 @@ their p-values corrected for testing several at once (Holm by default); the repo
 large a change in each gated metric these judgments could detect at all. With fewer than two
 paired queries there is neither an interval nor a test.
 
-This module reads the sides and compares two runs; groundkit/reports/compare_many.py compares one
-baseline with several candidates. A side is a git revision or DVC experiment (its committed
-``metrics/``), or a directory holding ``per_query.csv`` and ``run.json`` (the output of
-``groundkit run`` or a workspace's ``metrics/``).
+This module compares two runs read as sides (groundkit/reports/sides.py); compare_many.py compares
+one baseline with several candidates, and compare_text.py writes a comparison as Markdown and JSON.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
-import subprocess
-from array import array
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from groundkit._json import loads_line
-from groundkit.errors import CompareError, JSONLineError, MeasureError
+from groundkit.errors import CompareError, MeasureError
+from groundkit.reports.sides import NO_ANSWER, Side
 from groundkit.reports.stats import (
     CORRECTIONS,
-    POWER,
-    RESAMPLES,
-    SEED,
     adjust_p_values,
     effect_size,
     minimum_detectable_effect,
@@ -45,35 +33,15 @@ from groundkit.reports.stats import (
     wins_ties_losses,
 )
 from groundkit.scoring.measures import BUDGET_RECALL, MEASURES, NDCG, RECALL
-from groundkit.scoring.schema import PER_QUERY_FIELDS
 
-NO_ANSWER = "no_answer"
 SHORT_HASH = 12
+
+
 # The per-category table: every hit rate (at k and at a budget), then nDCG at the deepest k.
 PER_CATEGORY = (RECALL, BUDGET_RECALL)
+
+
 ALL = "all"  # the category name of the overall row in the table of detectable effects
-
-
-@dataclass(frozen=True)
-class Side:
-    """One run's per-query results and metadata, as read from disk or git.
-
-    ``values`` holds one row per query (in file order) and one column per metric; rows of no_answer
-    queries are NaN, every other cell was checked to be a finite number.
-    """
-
-    label: str
-    metadata: dict[str, Any]
-    metric_names: list[str]
-    position: dict[str, int]
-    lines: list[int]
-    categories: list[str]
-    queries: list[str]
-    first_gold_rank: list[float]
-    abstained: list[bool]
-    values: np.ndarray
-    csv_path: str
-    json_path: str
 
 
 @dataclass
@@ -145,9 +113,6 @@ class Comparison:
     detectable: list[Detectable] = field(default_factory=list)
 
 
-# --- options -----------------------------------------------------------------------------------
-
-
 def _option(name: str, text: str, kind: type[int] | type[float], expected: str, fix: str) -> float:
     try:
         value = kind(text)
@@ -189,208 +154,6 @@ def parse_options(alpha: str, max_drop: str, top: str) -> tuple[float, float, in
     if count < 0:
         raise CompareError("--top", f"must be 0 or more, got {count}", fix="give how many queries to list, e.g. 15")
     return check_alpha(number), check_max_drop(drop), count
-
-
-# --- reading a side ----------------------------------------------------------------------------
-
-
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
-
-
-def resolve_revision(spec: str, cwd: Path) -> str | None:
-    """A commit for ``spec``: any git revision, else a DVC experiment name (refs/exps/.../NAME)."""
-    found = _git(["rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}"], cwd)
-    if found.returncode == 0:
-        return found.stdout.strip()
-    refs = _git(["for-each-ref", "--format=%(refname) %(objectname)", "refs/exps"], cwd)
-    matches = sorted({line.split()[1] for line in refs.stdout.splitlines()
-                      if line.split()[0].rsplit("/", 1)[-1] == spec})
-    if len(matches) > 1:
-        raise CompareError(spec, f"names {len(matches)} DVC experiments",
-                           fix="use the experiment's commit from `dvc exp show` instead of its name")
-    return matches[0] if matches else None
-
-
-def _decode(data: bytes, where: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CompareError(where, f"is not UTF-8 text (byte {exc.start + 1})",
-                           fix="point at a per_query.csv and run.json written by groundkit") from None
-
-
-def _read_metadata(text: str, where: str) -> dict[str, Any]:
-    # run.json spans many lines: json.loads reports the line of a syntax error, loads_line does not.
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CompareError(where, f"is not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno,
-                           fix="re-run the score stage (or `groundkit run`) to write it again") from None
-    except (RecursionError, ValueError):
-        pass  # loads_line below names these in one sentence
-    try:
-        metadata = loads_line(text)
-    except JSONLineError as exc:
-        raise CompareError(where, f"is not valid run metadata: {exc.problem}",
-                           fix="re-run the score stage (or `groundkit run`) to write it again") from None
-    if not isinstance(metadata, dict):
-        raise CompareError(where, "is not a JSON object", fix="re-run the score stage to write it again")
-    for key in ("judgments_hash", "corpus_hash"):
-        if not isinstance(metadata.get(key), str) or not metadata[key]:
-            raise CompareError(where, f"has no {key} (a string): the run cannot be checked as comparable",
-                               key=key, fix="re-run the score stage with this version of groundkit")
-    if not isinstance(metadata.get("params", {}), dict):
-        raise CompareError(where, "has params that are not an object", key="params",
-                           fix="re-run the score stage to write it again")
-    return metadata
-
-
-def _read_rows(text: str, where: str) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
-    """The header, then each row with its first line number; every row has as many cells as the header."""
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader, None)
-    except csv.Error as exc:
-        raise CompareError(where, f"is not valid CSV: {exc}", line=1, fix="re-run the score stage") from None
-    if header is None:
-        raise CompareError(where, "is empty", fix="re-run the score stage to write it again")
-
-    def rows() -> Iterator[tuple[int, list[str]]]:
-        previous = reader.line_num
-        try:
-            for row in reader:
-                if len(row) != len(header):
-                    raise CompareError(where, f"has {len(row)} cells in this row, the header has {len(header)}",
-                                       line=previous + 1, fix="re-run the score stage; do not edit per_query.csv")
-                yield previous + 1, row
-                previous = reader.line_num
-        except csv.Error as exc:
-            raise CompareError(where, f"is not valid CSV: {exc}", line=previous + 1,
-                               fix="re-run the score stage to write it again") from None
-
-    return header, rows()
-
-
-def _metric_columns(header: list[str], where: str) -> tuple[dict[str, int], list[str]]:
-    required = ["query_id", "category", "first_gold_rank"]
-    missing = [name for name in required if name not in header]
-    if missing:
-        raise CompareError(where, f"lacks the columns {missing}",
-                           fix="re-run the score stage with this version of groundkit")
-    seen: set[str] = set()
-    for name in header:
-        if name in seen:
-            raise CompareError(where, f"has the column {name!r} twice", line=1,
-                               fix="re-run the score stage; do not edit per_query.csv")
-        seen.add(name)
-    # A column is a per-query field or a metric the registry can name; anything else is refused, not skipped,
-    # so a misspelt or renamed metric cannot vanish from the comparison unnoticed.
-    metric_names = [name for name in header if name not in PER_QUERY_FIELDS]
-    for name in metric_names:
-        try:
-            MEASURES.parse(name)
-        except MeasureError as exc:
-            raise CompareError(where, f"has the column {name!r}, neither a per-query field "
-                               f"({', '.join(PER_QUERY_FIELDS)}) nor a metric: {exc}", line=1,
-                               fix="re-run the score stage with this version of groundkit; do not edit "
-                               "per_query.csv") from None
-    return {name: i for i, name in enumerate(header)}, metric_names
-
-
-def _parse_side(label: str, csv_text_: str, json_text: str, csv_path: str, json_path: str) -> Side:
-    metadata = _read_metadata(json_text, json_path)
-    header, rows = _read_rows(csv_text_, csv_path)
-    columns, metric_names = _metric_columns(header, csv_path)
-    qid, cat, rank_col = columns["query_id"], columns["category"], columns["first_gold_rank"]
-    query_col, abstained_col = columns.get("query"), columns.get("abstained")
-    metric_cols = [columns[m] for m in metric_names]
-    position: dict[str, int] = {}
-    lines: list[int] = []
-    categories, queries, ranks, abstained = [], [], [], []
-    values = array("d")  # row after row; rows are streamed so a large file is never held as strings twice
-    missing = [math.nan] * len(metric_names)
-    for i, (line, row) in enumerate(rows):
-        query_id = row[qid]
-        if not query_id:
-            raise CompareError(csv_path, "has an empty query_id", line=line,
-                               fix="re-run the score stage; do not edit per_query.csv")
-        if query_id in position:
-            raise CompareError(csv_path, f"repeats query_id {query_id!r} (first on line {lines[position[query_id]]}); "
-                               "which of the two rows counts is unknowable", line=line,
-                               fix="re-run the score stage; a per_query.csv holds one row per query")
-        position[query_id] = i
-        lines.append(line)
-        categories.append(row[cat])
-        queries.append(row[query_col] if query_col is not None else "")
-        abstained.append(abstained_col is not None and row[abstained_col] == "1")
-        rank = row[rank_col]
-        if rank and not (rank.isascii() and rank.isdigit() and int(rank) > 0):
-            raise CompareError(csv_path, f"column 'first_gold_rank' of query {query_id!r} holds {rank!r}, "
-                               "not a rank (a whole number from 1) or empty", line=line,
-                               fix="re-run the score stage; do not edit per_query.csv")
-        ranks.append(float(rank) if rank else math.inf)
-        if row[cat] == NO_ANSWER:
-            values.extend(missing)
-            continue
-        for name, col in zip(metric_names, metric_cols, strict=True):
-            cell = row[col]
-            try:
-                value = float(cell)
-            except ValueError:
-                value = math.nan
-            if not math.isfinite(value):
-                shown = "an empty cell" if not cell.strip() else repr(cell)
-                raise CompareError(csv_path, f"column {name!r} of query {query_id!r} holds {shown}, not a "
-                                   "finite number", line=line,
-                                   fix="re-run the score stage; every answerable query has a number in "
-                                   "every metric column")
-            values.append(value)
-    matrix = (np.frombuffer(values, dtype=np.float64) if values else np.empty(0)).reshape(len(lines), len(metric_names))
-    return Side(label=label, metadata=metadata, metric_names=metric_names, position=position, lines=lines,
-                categories=categories, queries=queries, first_gold_rank=ranks, abstained=abstained,
-                values=matrix, csv_path=csv_path, json_path=json_path)
-
-
-def read_side(spec: str, *, cwd: Path, metrics_dir: str = "metrics", label: str | None = None) -> Side:
-    """Read one side of a comparison: a results directory, a git revision, or a DVC experiment name.
-
-    ``label`` names the side in the report (default: ``spec``), e.g. an experiment read by its commit.
-    """
-    directory = Path(spec)
-    names = ("per_query.csv", "run.json")
-    texts: dict[str, str] = {}
-    paths: dict[str, str] = {}
-    if directory.is_dir():
-        if not (directory / "per_query.csv").is_file() and (directory / metrics_dir / "per_query.csv").is_file():
-            directory = directory / metrics_dir
-        for name in names:
-            if not (directory / name).is_file():
-                raise CompareError(directory, f"holds no {name}",
-                                   fix="point at the --out folder of `groundkit run` or at a metrics/ folder")
-        for name in names:
-            paths[name] = str(directory / name)
-            texts[name] = _decode((directory / name).read_bytes(), paths[name])
-    else:
-        commit = resolve_revision(spec, cwd)
-        if commit is None:
-            raise CompareError(spec, "is neither a directory, a git revision nor a DVC experiment name",
-                               fix="give a folder written by `groundkit run`, a branch/tag/commit, or a name "
-                               "listed by `dvc exp list`")
-        for name in names:
-            paths[name] = f"{spec}:{metrics_dir}/{name}"
-            shown = subprocess.run(["git", "show", f"{commit}:./{metrics_dir}/{name}"], cwd=cwd,
-                                   capture_output=True, check=False)
-            if shown.returncode != 0:
-                raise CompareError(paths[name], "is not in that revision",
-                                   fix="compare revisions whose `dvc repro` results were committed "
-                                   "(metrics/ is tracked by git)")
-            texts[name] = _decode(shown.stdout, paths[name])
-    return _parse_side(label or spec, texts["per_query.csv"], texts["run.json"], paths["per_query.csv"],
-                       paths["run.json"])
-
-
-# --- statistics --------------------------------------------------------------------------------
 
 
 def paired_rows(metrics: list[str], before: np.ndarray, afters: list[np.ndarray]) -> list[list[Stat]]:
@@ -649,186 +412,5 @@ def compare(
     result.detectable = detectable(baseline, before_rows, [s.metric for s in gated], alpha)
     return result
 
-
 def count_text(queries: int) -> str:
     return f"{queries} answerable {'query' if queries == 1 else 'queries'}"
-
-
-# --- rendering ---------------------------------------------------------------------------------
-
-
-def number_text(value: float | None, metric: str) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.{MEASURES.parse(metric)[0].decimals}f}"
-
-
-def signed_text(value: float | None, metric: str) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:+.{MEASURES.parse(metric)[0].decimals}f}"
-
-
-def effect_text(stat: Stat) -> str:
-    return "n/a" if stat.effect_size is None else f"{stat.effect_size:+.2f}"
-
-
-def counts_text(stat: Stat) -> str:
-    return f"{stat.wins}/{stat.ties}/{stat.losses}"
-
-
-def interval_cells(stat: Stat) -> tuple[str, str]:
-    """The interval and p-value cells; without a test they say why."""
-    m = stat.metric
-    if stat.p_value is None:
-        return f"n/a ({stat.queries} {'query' if stat.queries == 1 else 'queries'})", "n/a"
-    return f"[{signed_text(stat.ci_low, m)}, {signed_text(stat.ci_high, m)}]", f"{stat.p_value:.4f}"
-
-
-def _row(stat: Stat, significant: bool) -> str:
-    m = stat.metric
-    mark = " *" if significant else ""
-    interval, p_value = interval_cells(stat)
-    return (f"| {m} | {number_text(stat.baseline, m)} | {number_text(stat.candidate, m)} | "
-            f"{signed_text(stat.delta, m)}{mark} | {interval} | {p_value} | {effect_text(stat)} "
-            f"| {counts_text(stat)} |")
-
-
-def _significant(stat: Stat, alpha: float) -> bool:
-    return stat.p_value is not None and stat.p_value < alpha
-
-
-def _rank_text(rank: int | None) -> str:
-    return "not retrieved" if rank is None else str(rank)
-
-
-def correction_text(correction: str, tests: int) -> str:
-    """How the gated p-values were corrected, for a sentence: "Holm-corrected over 3 tests"."""
-    if correction == "none":
-        return "not corrected for multiple tests (`--correction none`)"
-    name = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[correction]
-    return f"{name}-corrected over {tests} {'test' if tests == 1 else 'tests'}"
-
-
-EFFECT_LEGEND = ("d_z: mean delta / SD of the per-query deltas (Cohen's d_z); W/T/L: queries where the "
-                 "candidate scores higher / the same / lower (wins, ties, losses; for chars@k higher is more to read).")
-
-
-def detectable_lines(rows: list[Detectable], alpha: float) -> list[str]:
-    """The section on minimum detectable effects, ending with one sentence per gated metric."""
-    lines = ["### What these judgments can detect", "",
-             f"Minimum detectable effect (MDE): the true change the randomization test finds with {POWER:.0%} power "
-             f"at alpha = {alpha} (two-sided), from the baseline's per-query SD, taking a candidate's per-query "
-             "deltas to vary sqrt(2) times as much (cautious: runs that share most of their ranking vary less). "
-             "The correction for several tests lowers the first threshold and raises these figures.", "",
-             "| metric | category | n | baseline | SD | MDE |", "| --- | --- | ---: | ---: | ---: | ---: |"]
-    for d in rows:
-        mde = number_text(d.mde, d.metric) if d.mde is not None else f"n/a ({d.note})"
-        lines.append(f"| {d.metric} | {d.category} | {d.queries} | {number_text(d.baseline, d.metric)} | "
-                     f"{number_text(d.sd, d.metric)} | {mde} |")
-    summary = [f"about {number_text(d.mde, d.metric)} in {d.metric}" for d in rows
-               if d.category == ALL and d.mde is not None]
-    if summary:
-        n = next(d.queries for d in rows if d.category == ALL)
-        lines += ["", f"With {n} answerable queries these judgments can detect a change of {', '.join(summary)}; "
-                  "a smaller true change is likely to be missed, and writing more judgments is how to see it."]
-    return [*lines, ""]
-
-
-def render_markdown(result: Comparison, *, top: int = 15) -> str:
-    """The report as Markdown, ready to paste into a pull request comment."""
-    b, c = result.baseline, result.candidate
-    answerable = result.overall[0].queries if result.overall else 0
-    tests = sum(1 for p in result.p_adjusted.values() if p is not None)
-    lines = [
-        f"## groundkit compare: `{b.label}` → `{c.label}`",
-        "",
-        f"Paired over {answerable} answerable queries (same judgments, hash "
-        f"`{short_hash(b.metadata['judgments_hash'])}`). 95% CI: paired bootstrap; p: paired randomization "
-        f"test; {RESAMPLES:,} resamples each, seed {SEED}. `*` marks p < {result.alpha}.",
-        f"{EFFECT_LEGEND} The p-values in the tables are each for one test, uncorrected; the verdict uses "
-        f"those of {', '.join(result.gate)}, {correction_text(result.correction, tests)}.",
-        "",
-    ]
-    if result.corpus_change:
-        lines += [f"**Corpus changed** (`--allow-corpus-change`): corpus_hash `{result.corpus_change['baseline']}` "
-                  f"→ `{result.corpus_change['candidate']}`; the same judgments were scored over other documents.",
-                  ""]
-    if result.params_changed:
-        def shown(value: Any) -> str:
-            return "(not used)" if value is None else str(value)
-
-        changed = ", ".join(f"`{k}` {shown(v[0])} → {shown(v[1])}" for k, v in result.params_changed.items())
-        lines += [f"Parameters changed: {changed}.", ""]
-    sides = [f"`{m}` ({side} only)" for side in ("baseline", "candidate") for m in result.one_sided.get(side, [])]
-    if sides:
-        lines += [f"Not compared, reported by one run only: {', '.join(sides)}.", ""]
-    header = ["| metric | baseline | candidate | delta | 95% CI | p | d_z | W/T/L |",
-              "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
-    lines += header + [_row(s, _significant(s, result.alpha)) for s in result.overall]
-    lines += ["", "### Per category", "",
-              "| category | n | metric | baseline | candidate | delta | 95% CI | p | d_z | W/T/L |",
-              "| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
-    for category, stats in result.by_category.items():
-        for s in stats:
-            lines.append(f"| {category} | {s.queries} " + _row(s, _significant(s, result.alpha)))
-    na = result.no_answer
-    lines += ["", f"No-answer queries abstained (returned nothing): {na['abstained_baseline']}/{na['queries']} → "
-              f"{na['abstained_candidate']}/{na['queries']}.", ""]
-    for title, rows in (("got worse", result.worse), ("got better", result.better)):
-        lines.append(f"### Queries that {title}: {len(rows)}")
-        if rows:
-            lines += ["", "| query_id | category | query | first gold rank |", "| --- | --- | --- | --- |"]
-            for row in rows[:top]:
-                query = row["query"].replace("|", "\\|")
-                lines.append(f"| {row['query_id']} | {row['category']} | {query} | "
-                             f"{_rank_text(row['rank_before'])} → {_rank_text(row['rank_after'])} |")
-            if len(rows) > top:
-                lines.append(f"| … | | {len(rows) - top} more (`--top N` or `--json` lists them) | |")
-        lines.append("")
-    lines += detectable_lines(result.detectable, result.alpha)
-    gated = {s.metric: s for s in result.overall if s.metric in result.gate}
-
-    def detail(m: str, s: Stat) -> str:
-        if s.p_value is None:
-            return f"{m} {signed_text(s.delta, m)}, no test: {result.untested[m]}"
-        corrected = "" if result.correction == "none" else f", corrected p = {result.p_adjusted[m]:.4f}"
-        return f"{m} {signed_text(s.delta, m)}, p = {s.p_value:.4f}{corrected}"
-
-    details = "; ".join(detail(m, s) for m, s in gated.items())
-    lines.append(f"**Verdict: {result.verdict}** at alpha = {result.alpha} on {', '.join(result.gate)}, "
-                 f"{correction_text(result.correction, tests)} ({details}).")
-    if result.regressions:
-        lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {', '.join(result.regressions)}.")
-    return "\n".join(lines) + "\n"
-
-
-METHOD = {"ci": "paired percentile bootstrap, 95%", "test": "paired randomization (sign flip), two-sided",
-          "effect_size": "Cohen's d_z: mean difference / standard deviation of the differences (ddof 1)",
-          "mde": f"two-sided randomization test, {POWER:.0%} power, differences' SD taken as sqrt(2) x the "
-          "baseline's per-query SD", "resamples": RESAMPLES, "seed": SEED}
-
-
-def to_json(result: Comparison) -> dict[str, Any]:
-    """The report as plain data for machines."""
-    tests = sum(1 for p in result.p_adjusted.values() if p is not None)
-    return {
-        "baseline": result.baseline.label,
-        "candidate": result.candidate.label,
-        "judgments_hash": result.baseline.metadata["judgments_hash"],
-        "corpus_change": result.corpus_change,
-        "method": METHOD,
-        "params_changed": result.params_changed,
-        "one_sided_metrics": result.one_sided,
-        "overall": [s.as_dict() for s in result.overall],
-        "by_category": {c: [s.as_dict() for s in stats] for c, stats in result.by_category.items()},
-        "no_answer": result.no_answer,
-        "worse": result.worse,
-        "better": result.better,
-        "gate": {"metrics": result.gate, "alpha": result.alpha, "max_drop": result.max_drop,
-                 "untested": result.untested, "correction": result.correction, "tests": tests,
-                 "p_adjusted": result.p_adjusted},
-        "detectable": [d.as_dict() for d in result.detectable],
-        "verdict": result.verdict,
-        "regressions": result.regressions,
-    }

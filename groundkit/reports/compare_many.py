@@ -23,12 +23,7 @@ import numpy as np
 
 from groundkit.errors import CompareError
 from groundkit.reports.compare import (
-    EFFECT_LEGEND,
-    METHOD,
-    RESAMPLES,
-    SEED,
     Detectable,
-    Side,
     Stat,
     answerable_ids,
     check_alpha,
@@ -36,25 +31,28 @@ from groundkit.reports.compare import (
     check_correction,
     check_gate,
     check_max_drop,
-    correction_text,
-    counts_text,
     decide,
     detectable,
-    detectable_lines,
-    effect_text,
-    interval_cells,
     metric_matrix,
-    number_text,
     paired_metrics,
     paired_rows,
     params_changed,
-    read_side,
-    resolve_revision,
     rows_of,
     short_hash,
+)
+from groundkit.reports.compare_text import (
+    EFFECT_LEGEND,
+    METHOD,
+    correction_text,
+    counts_text,
+    detectable_lines,
+    effect_text,
+    interval_cells,
+    number_text,
     signed_text,
 )
-from groundkit.reports.stats import adjust_p_values
+from groundkit.reports.sides import Side, read_side, resolve_revision
+from groundkit.reports.stats import RESAMPLES, SEED, adjust_p_values
 from groundkit.reports.sweep import dvc_exp_show, experiment_rows, git_run_json
 
 

@@ -39,8 +39,9 @@ from groundkit import __version__
 from groundkit.corpus.passage import Passage
 from groundkit.errors import CompareError
 from groundkit.reports._page import POLICY, SCRIPT, STYLE
-from groundkit.reports.compare import NO_ANSWER, Comparison, Side, compare, read_side
+from groundkit.reports.compare import Comparison, compare
 from groundkit.reports.evidence import Evidence, locate, mismatch
+from groundkit.reports.sides import NO_ANSWER, Side, read_side
 from groundkit.reports.stats import mean_intervals
 from groundkit.retrieval.kinds import parse
 from groundkit.scoring.measures import BUDGET_RECALL, CHARS, MEASURES, MRR, NDCG, RECALL

@@ -1,17 +1,26 @@
-"""The records a run produces: its metadata and its per-query and aggregate results."""
+"""The records a run produces: its metadata and its per-query and aggregate results, and the reader of its
+per_query.csv beside the writer."""
 
 from __future__ import annotations
 
 import csv
 import io
+import math
+from array import array
 from collections import Counter
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from groundkit._models import Record
 from groundkit.corpus.judgments import Category
+from groundkit.errors import ArtifactError, InputError, MeasureError
 from groundkit.scoring.measures import MEASURES
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PER_QUERY_FIELDS = ("query_id", "query", "category", "retrieved", "gold_chunks", "first_gold_rank", "abstained")
 """The columns of per_query.csv before the metrics; every column after them is a metric name of the registry."""
@@ -129,3 +138,130 @@ class StageResult(Record):
             writer.writerow([q.query_id, q.query, q.category.value, q.retrieved, q.gold_chunks,
                              q.first_gold_rank or "", abstained, *metrics])
         return out.getvalue()
+
+
+@dataclass(frozen=True)
+class PerQuery:
+    """per_query.csv, read: one row per query in file order.
+
+    ``values`` holds one row per query and one column per metric (``metric_names``); rows of no_answer
+    queries are NaN, every other cell was checked to be a finite number. ``first_gold_rank`` is infinite
+    where no gold was found.
+    """
+
+    metric_names: list[str]
+    position: dict[str, int]
+    lines: list[int]
+    categories: list[str]
+    queries: list[str]
+    first_gold_rank: list[float]
+    abstained: list[bool]
+    values: np.ndarray
+
+
+def _read_rows(text: str, where: str, error: type[InputError]) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+    """The header, then each row with its first line number; every row has as many cells as the header."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        raise error(where, f"is not valid CSV: {exc}", line=1, fix="re-run the score stage") from None
+    if header is None:
+        raise error(where, "is empty", fix="re-run the score stage to write it again")
+
+    def rows() -> Iterator[tuple[int, list[str]]]:
+        previous = reader.line_num
+        try:
+            for row in reader:
+                if len(row) != len(header):
+                    raise error(where, f"has {len(row)} cells in this row, the header has {len(header)}",
+                                       line=previous + 1, fix="re-run the score stage; do not edit per_query.csv")
+                yield previous + 1, row
+                previous = reader.line_num
+        except csv.Error as exc:
+            raise error(where, f"is not valid CSV: {exc}", line=previous + 1,
+                               fix="re-run the score stage to write it again") from None
+
+    return header, rows()
+
+
+def _metric_columns(header: list[str], where: str, error: type[InputError]) -> tuple[dict[str, int], list[str]]:
+    required = ["query_id", "category", "first_gold_rank"]
+    missing = [name for name in required if name not in header]
+    if missing:
+        raise error(where, f"lacks the columns {missing}",
+                           fix="re-run the score stage with this version of groundkit")
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise error(where, f"has the column {name!r} twice", line=1,
+                               fix="re-run the score stage; do not edit per_query.csv")
+        seen.add(name)
+    # A column is a per-query field or a metric the registry can name; anything else is refused, not skipped,
+    # so a misspelt or renamed metric cannot vanish from the comparison unnoticed.
+    metric_names = [name for name in header if name not in PER_QUERY_FIELDS]
+    for name in metric_names:
+        try:
+            MEASURES.parse(name)
+        except MeasureError as exc:
+            raise error(where, f"has the column {name!r}, neither a per-query field "
+                               f"({', '.join(PER_QUERY_FIELDS)}) nor a metric: {exc}", line=1,
+                               fix="re-run the score stage with this version of groundkit; do not edit "
+                               "per_query.csv") from None
+    return {name: i for i, name in enumerate(header)}, metric_names
+
+
+def read_per_query(text: str, where: str, error: type[InputError] = ArtifactError) -> PerQuery:
+    """Parse per_query.csv (as :meth:`StageResult.per_query_csv` writes it), refusing anything else with ``error``
+    naming ``where`` and the line: a missing or unknown column, a repeated query, a cell that is not a number."""
+    header, rows = _read_rows(text, where, error)
+    columns, metric_names = _metric_columns(header, where, error)
+    qid, cat, rank_col = columns["query_id"], columns["category"], columns["first_gold_rank"]
+    query_col, abstained_col = columns.get("query"), columns.get("abstained")
+    metric_cols = [columns[m] for m in metric_names]
+    position: dict[str, int] = {}
+    lines: list[int] = []
+    categories, queries, ranks, abstained = [], [], [], []
+    values = array("d")  # row after row; rows are streamed so a large file is never held as strings twice
+    missing = [math.nan] * len(metric_names)
+    for i, (line, row) in enumerate(rows):
+        query_id = row[qid]
+        if not query_id:
+            raise error(where, "has an empty query_id", line=line,
+                               fix="re-run the score stage; do not edit per_query.csv")
+        if query_id in position:
+            raise error(where, f"repeats query_id {query_id!r} (first on line {lines[position[query_id]]}); "
+                               "which of the two rows counts is unknowable", line=line,
+                               fix="re-run the score stage; a per_query.csv holds one row per query")
+        position[query_id] = i
+        lines.append(line)
+        categories.append(row[cat])
+        queries.append(row[query_col] if query_col is not None else "")
+        abstained.append(abstained_col is not None and row[abstained_col] == "1")
+        rank = row[rank_col]
+        if rank and not (rank.isascii() and rank.isdigit() and int(rank) > 0):
+            raise error(where, f"column 'first_gold_rank' of query {query_id!r} holds {rank!r}, "
+                               "not a rank (a whole number from 1) or empty", line=line,
+                               fix="re-run the score stage; do not edit per_query.csv")
+        ranks.append(float(rank) if rank else math.inf)
+        if row[cat] == Category.NO_ANSWER.value:
+            values.extend(missing)
+            continue
+        for name, col in zip(metric_names, metric_cols, strict=True):
+            cell = row[col]
+            try:
+                value = float(cell)
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                shown = "an empty cell" if not cell.strip() else repr(cell)
+                raise error(where, f"column {name!r} of query {query_id!r} holds {shown}, not a "
+                                   "finite number", line=line,
+                                   fix="re-run the score stage; every answerable query has a number in "
+                                   "every metric column")
+            values.append(value)
+    import numpy as np  # here: the score stage, which writes this file, starts without numpy
+
+    matrix = (np.frombuffer(values, dtype=np.float64) if values else np.empty(0)).reshape(len(lines), len(metric_names))
+    return PerQuery(metric_names=metric_names, position=position, lines=lines, categories=categories,
+                    queries=queries, first_gold_rank=ranks, abstained=abstained, values=matrix)

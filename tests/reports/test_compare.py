@@ -188,8 +188,8 @@ def test_several_candidates_in_one_table(tmp_path, capsys):
     assert out.startswith(f"## groundkit compare: `{baseline}` against 2 candidates\n")
     assert "Holm-corrected over 2 tests (2 candidates x 1 metric)" in out
     assert "Left out of" not in out
-    from groundkit.reports.compare import read_side
     from groundkit.reports.compare_many import compare_many, render_markdown_many
+    from groundkit.reports.sides import read_side
 
     sides = [read_side(str(p), cwd=tmp_path) for p in (baseline, candidate, same)]
     shown = render_markdown_many(compare_many(sides[0], sides[1:], gate=["ndcg@10"],

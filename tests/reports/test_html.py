@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from groundkit.cli import main
-from groundkit.reports.compare import read_side
 from groundkit.reports.html import MARKER, _hit_curve, headline_names, page_data, read_input
+from groundkit.reports.sides import read_side
 from tests.conftest import write_judgments, write_tiny_corpus
 
 HOSTILE_DOC = ('Plain start.\n</script><script>document.title="pwned"</script>\n'

@@ -1,0 +1,186 @@
+"""A comparison as text: the Markdown report (a pull request's comment) and the JSON document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groundkit.reports.compare import ALL, Comparison, Detectable, Stat, short_hash
+from groundkit.reports.stats import POWER, RESAMPLES, SEED
+from groundkit.scoring.measures import MEASURES
+
+
+def number_text(value: float | None, metric: str) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.{MEASURES.parse(metric)[0].decimals}f}"
+
+
+def signed_text(value: float | None, metric: str) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.{MEASURES.parse(metric)[0].decimals}f}"
+
+
+def effect_text(stat: Stat) -> str:
+    return "n/a" if stat.effect_size is None else f"{stat.effect_size:+.2f}"
+
+
+def counts_text(stat: Stat) -> str:
+    return f"{stat.wins}/{stat.ties}/{stat.losses}"
+
+
+def interval_cells(stat: Stat) -> tuple[str, str]:
+    """The interval and p-value cells; without a test they say why."""
+    m = stat.metric
+    if stat.p_value is None:
+        return f"n/a ({stat.queries} {'query' if stat.queries == 1 else 'queries'})", "n/a"
+    return f"[{signed_text(stat.ci_low, m)}, {signed_text(stat.ci_high, m)}]", f"{stat.p_value:.4f}"
+
+
+def _row(stat: Stat, significant: bool) -> str:
+    m = stat.metric
+    mark = " *" if significant else ""
+    interval, p_value = interval_cells(stat)
+    return (f"| {m} | {number_text(stat.baseline, m)} | {number_text(stat.candidate, m)} | "
+            f"{signed_text(stat.delta, m)}{mark} | {interval} | {p_value} | {effect_text(stat)} "
+            f"| {counts_text(stat)} |")
+
+
+def _significant(stat: Stat, alpha: float) -> bool:
+    return stat.p_value is not None and stat.p_value < alpha
+
+
+def _rank_text(rank: int | None) -> str:
+    return "not retrieved" if rank is None else str(rank)
+
+
+def correction_text(correction: str, tests: int) -> str:
+    """How the gated p-values were corrected, for a sentence: "Holm-corrected over 3 tests"."""
+    if correction == "none":
+        return "not corrected for multiple tests (`--correction none`)"
+    name = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[correction]
+    return f"{name}-corrected over {tests} {'test' if tests == 1 else 'tests'}"
+
+
+EFFECT_LEGEND = ("d_z: mean delta / SD of the per-query deltas (Cohen's d_z); W/T/L: queries where the "
+                 "candidate scores higher / the same / lower (wins, ties, losses; for chars@k higher is more to read).")
+
+
+def detectable_lines(rows: list[Detectable], alpha: float) -> list[str]:
+    """The section on minimum detectable effects, ending with one sentence per gated metric."""
+    lines = ["### What these judgments can detect", "",
+             f"Minimum detectable effect (MDE): the true change the randomization test finds with {POWER:.0%} power "
+             f"at alpha = {alpha} (two-sided), from the baseline's per-query SD, taking a candidate's per-query "
+             "deltas to vary sqrt(2) times as much (cautious: runs that share most of their ranking vary less). "
+             "The correction for several tests lowers the first threshold and raises these figures.", "",
+             "| metric | category | n | baseline | SD | MDE |", "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for d in rows:
+        mde = number_text(d.mde, d.metric) if d.mde is not None else f"n/a ({d.note})"
+        lines.append(f"| {d.metric} | {d.category} | {d.queries} | {number_text(d.baseline, d.metric)} | "
+                     f"{number_text(d.sd, d.metric)} | {mde} |")
+    summary = [f"about {number_text(d.mde, d.metric)} in {d.metric}" for d in rows
+               if d.category == ALL and d.mde is not None]
+    if summary:
+        n = next(d.queries for d in rows if d.category == ALL)
+        lines += ["", f"With {n} answerable queries these judgments can detect a change of {', '.join(summary)}; "
+                  "a smaller true change is likely to be missed, and writing more judgments is how to see it."]
+    return [*lines, ""]
+
+
+def render_markdown(result: Comparison, *, top: int = 15) -> str:
+    """The report as Markdown, ready to paste into a pull request comment."""
+    b, c = result.baseline, result.candidate
+    answerable = result.overall[0].queries if result.overall else 0
+    tests = sum(1 for p in result.p_adjusted.values() if p is not None)
+    lines = [
+        f"## groundkit compare: `{b.label}` → `{c.label}`",
+        "",
+        f"Paired over {answerable} answerable queries (same judgments, hash "
+        f"`{short_hash(b.metadata['judgments_hash'])}`). 95% CI: paired bootstrap; p: paired randomization "
+        f"test; {RESAMPLES:,} resamples each, seed {SEED}. `*` marks p < {result.alpha}.",
+        f"{EFFECT_LEGEND} The p-values in the tables are each for one test, uncorrected; the verdict uses "
+        f"those of {', '.join(result.gate)}, {correction_text(result.correction, tests)}.",
+        "",
+    ]
+    if result.corpus_change:
+        lines += [f"**Corpus changed** (`--allow-corpus-change`): corpus_hash `{result.corpus_change['baseline']}` "
+                  f"→ `{result.corpus_change['candidate']}`; the same judgments were scored over other documents.",
+                  ""]
+    if result.params_changed:
+        def shown(value: Any) -> str:
+            return "(not used)" if value is None else str(value)
+
+        changed = ", ".join(f"`{k}` {shown(v[0])} → {shown(v[1])}" for k, v in result.params_changed.items())
+        lines += [f"Parameters changed: {changed}.", ""]
+    sides = [f"`{m}` ({side} only)" for side in ("baseline", "candidate") for m in result.one_sided.get(side, [])]
+    if sides:
+        lines += [f"Not compared, reported by one run only: {', '.join(sides)}.", ""]
+    header = ["| metric | baseline | candidate | delta | 95% CI | p | d_z | W/T/L |",
+              "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
+    lines += header + [_row(s, _significant(s, result.alpha)) for s in result.overall]
+    lines += ["", "### Per category", "",
+              "| category | n | metric | baseline | candidate | delta | 95% CI | p | d_z | W/T/L |",
+              "| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
+    for category, stats in result.by_category.items():
+        for s in stats:
+            lines.append(f"| {category} | {s.queries} " + _row(s, _significant(s, result.alpha)))
+    na = result.no_answer
+    lines += ["", f"No-answer queries abstained (returned nothing): {na['abstained_baseline']}/{na['queries']} → "
+              f"{na['abstained_candidate']}/{na['queries']}.", ""]
+    for title, rows in (("got worse", result.worse), ("got better", result.better)):
+        lines.append(f"### Queries that {title}: {len(rows)}")
+        if rows:
+            lines += ["", "| query_id | category | query | first gold rank |", "| --- | --- | --- | --- |"]
+            for row in rows[:top]:
+                query = row["query"].replace("|", "\\|")
+                lines.append(f"| {row['query_id']} | {row['category']} | {query} | "
+                             f"{_rank_text(row['rank_before'])} → {_rank_text(row['rank_after'])} |")
+            if len(rows) > top:
+                lines.append(f"| … | | {len(rows) - top} more (`--top N` or `--json` lists them) | |")
+        lines.append("")
+    lines += detectable_lines(result.detectable, result.alpha)
+    gated = {s.metric: s for s in result.overall if s.metric in result.gate}
+
+    def detail(m: str, s: Stat) -> str:
+        if s.p_value is None:
+            return f"{m} {signed_text(s.delta, m)}, no test: {result.untested[m]}"
+        corrected = "" if result.correction == "none" else f", corrected p = {result.p_adjusted[m]:.4f}"
+        return f"{m} {signed_text(s.delta, m)}, p = {s.p_value:.4f}{corrected}"
+
+    details = "; ".join(detail(m, s) for m, s in gated.items())
+    lines.append(f"**Verdict: {result.verdict}** at alpha = {result.alpha} on {', '.join(result.gate)}, "
+                 f"{correction_text(result.correction, tests)} ({details}).")
+    if result.regressions:
+        lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {', '.join(result.regressions)}.")
+    return "\n".join(lines) + "\n"
+
+
+METHOD = {"ci": "paired percentile bootstrap, 95%", "test": "paired randomization (sign flip), two-sided",
+          "effect_size": "Cohen's d_z: mean difference / standard deviation of the differences (ddof 1)",
+          "mde": f"two-sided randomization test, {POWER:.0%} power, differences' SD taken as sqrt(2) x the "
+          "baseline's per-query SD", "resamples": RESAMPLES, "seed": SEED}
+
+
+def to_json(result: Comparison) -> dict[str, Any]:
+    """The report as plain data for machines."""
+    tests = sum(1 for p in result.p_adjusted.values() if p is not None)
+    return {
+        "baseline": result.baseline.label,
+        "candidate": result.candidate.label,
+        "judgments_hash": result.baseline.metadata["judgments_hash"],
+        "corpus_change": result.corpus_change,
+        "method": METHOD,
+        "params_changed": result.params_changed,
+        "one_sided_metrics": result.one_sided,
+        "overall": [s.as_dict() for s in result.overall],
+        "by_category": {c: [s.as_dict() for s in stats] for c, stats in result.by_category.items()},
+        "no_answer": result.no_answer,
+        "worse": result.worse,
+        "better": result.better,
+        "gate": {"metrics": result.gate, "alpha": result.alpha, "max_drop": result.max_drop,
+                 "untested": result.untested, "correction": result.correction, "tests": tests,
+                 "p_adjusted": result.p_adjusted},
+        "detectable": [d.as_dict() for d in result.detectable],
+        "verdict": result.verdict,
+        "regressions": result.regressions,
+    }

@@ -92,7 +92,8 @@ class Results:
         from groundkit._atomic import atomic_write_text
         from groundkit._outputs import check_file
         from groundkit.reports.evidence import locate
-        from groundkit.reports.html import Input, checked, is_report, render
+        from groundkit.reports.html import is_report, render
+        from groundkit.reports.page_data import Input, checked
 
         def page_input(results: Results) -> Input:
             spec = str(results.folder) if results.folder is not None else results.name

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from groundkit.cli import main
-from groundkit.reports.html import MARKER, _hit_curve, headline_names, page_data, read_input
+from groundkit.reports.html import MARKER
+from groundkit.reports.page_data import headline_names, hit_curve, page_data, read_input
 from groundkit.reports.sides import read_side
 from tests.conftest import write_judgments, write_tiny_corpus
 
@@ -105,7 +106,7 @@ def test_top_passages_carry_their_rank_in_the_other_run(tiny, monkeypatch):
 def test_hit_rate_curve_by_hand(tiny, monkeypatch):
     monkeypatch.chdir(tiny["root"])
     side = read_side("small", cwd=Path.cwd())
-    curve = dict(_hit_curve(side))
+    curve = dict(hit_curve(side))
     # Three answerable queries: q1 and q2 at rank 1, q3 never: 2/3 at every k.
     assert curve[1.0] == pytest.approx(2 / 3) and curve[100.0] == pytest.approx(2 / 3)
     assert headline_names(side) == ["ndcg@10", "recall@10", "mrr", "recall@1000chars"]

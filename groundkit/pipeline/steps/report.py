@@ -14,7 +14,8 @@ from groundkit._atomic import atomic_write_text
 from groundkit.errors import ArtifactError
 from groundkit.pipeline.stages import PASSAGES_FILE, PER_QUERY, RUN_METADATA, written_by
 from groundkit.reports.evidence import read_files
-from groundkit.reports.html import render, workspace_input
+from groundkit.reports.html import render
+from groundkit.reports.page_data import workspace_input
 
 if TYPE_CHECKING:
     from groundkit.config import Params

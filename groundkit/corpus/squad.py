@@ -61,36 +61,43 @@ moved into place only on success. ``OUT`` must be new or empty, or hold an earli
 from __future__ import annotations
 
 import bisect
-import gzip
 import hashlib
 import json
-import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import ValidationError
 
-from groundkit._json import loads_line
 from groundkit._lines import dumps_json
 from groundkit._outputs import output_folder
 from groundkit._progress import bar
 from groundkit._validation import describe
 from groundkit.corpus.beir import SUFFIX, document_files
-from groundkit.corpus.judgments import QUERY_ID, Category, GoldSpan, Judgment
-from groundkit.errors import DatasetError, JSONLineError
+from groundkit.corpus.judgments import Category, GoldSpan, Judgment
+from groundkit.corpus.squad_files import (
+    BOM,
+    FORMATS,
+    GZIP_MAGIC,
+    MRQA,
+    SEPARATOR,
+    SQUAD,
+    Answer,
+    Article,
+    HashingReader,
+    Question,
+    file_lines,
+    read_mrqa,
+    read_squad,
+    sniff,
+    whole_text,
+)
+from groundkit.errors import DatasetError
 
 FORMAT = "groundkit-squad-import/1"
 MANIFEST = "squad-import.json"
 CORPUS_DIR = "corpus"
 JUDGMENTS = "judgments.jsonl"
-SQUAD, MRQA = "squad", "mrqa"
-FORMATS = (SQUAD, MRQA)
-SEPARATOR = "\n\n"
-"""What joins an article's paragraphs: a blank line."""
-BOM = "\ufeff"
-GZIP_MAGIC = b"\x1f\x8b"
 
 # Why a question is skipped (the manifest's keys) and what that means.
 NO_OFFSET = "no_offset"
@@ -106,304 +113,6 @@ REASONS = {
 _FIX_STRICT = ("correct the answer in the file, or import without --strict: such questions are then skipped and "
                f"listed in {MANIFEST}")
 
-
-@dataclass(frozen=True)
-class _Answer:
-    """One recorded answer: its text and where the file says it is (raw context offsets, end exclusive)."""
-
-    text: str
-    start: int | None
-    end: int | None
-
-
-@dataclass(frozen=True)
-class _Question:
-    query_id: str
-    question: str
-    impossible: bool
-    answers: tuple[_Answer, ...]
-    where: str
-    """How a message names it: article, paragraph and question, or question alone (the line says the rest)."""
-    place: str
-    """Where the manifest says it is: article and paragraph, or line."""
-    line: int | None
-    key: str | None
-
-
-@dataclass(frozen=True)
-class _Context:
-    text: str
-    questions: tuple[_Question, ...]
-
-
-@dataclass(frozen=True)
-class _Article:
-    """What becomes one document: an article's paragraphs, or one MRQA context."""
-
-    doc_id: str
-    contexts: tuple[_Context, ...]
-
-
-# --- reading the file ----------------------------------------------------------------------------------------
-
-
-class _HashingReader:
-    """A binary file's reads, hashed as they go: the SHA-256 is of the very bytes imported."""
-
-    def __init__(self, handle: IO[bytes]) -> None:
-        self._handle = handle
-        self.digest = hashlib.sha256()
-        self.consumed = 0
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._handle.read(size)
-        self.digest.update(data)
-        self.consumed += len(data)
-        return data
-
-    def readline(self, size: int = -1) -> bytes:
-        data = self._handle.readline(size)
-        self.digest.update(data)
-        self.consumed += len(data)
-        return data
-
-    def drain(self) -> None:
-        while self.read(1 << 20):
-            pass
-
-
-def _unreadable(path: Path, exc: BaseException) -> DatasetError:
-    return DatasetError(path, f"looks gzip-compressed but cannot be decompressed ({exc})",
-                        fix="check the download (gzip -t FILE), or decompress it yourself")
-
-
-def _decode(path: Path, raw: bytes, line: int | None) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(path, f"is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1}"
-                           + (" of the line)" if line else ")"), fix="re-encode the file as UTF-8", line=line) from None
-
-
-def _lines(path: Path, reader: _HashingReader, compressed: bool) -> Iterator[tuple[int, str]]:
-    """The file's non-blank lines, decompressed if need be, with their 1-based numbers."""
-    stream: Any = gzip.GzipFile(fileobj=reader, mode="rb") if compressed else reader  # type: ignore[arg-type]
-    number = 0
-    try:
-        while True:
-            raw = stream.readline()
-            if not raw:
-                break
-            number += 1
-            if number == 1:
-                raw = raw.removeprefix(BOM.encode("utf-8"))
-            if raw.strip():
-                yield number, _decode(path, raw, number)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise _unreadable(path, exc) from None
-
-
-def _whole(path: Path, reader: _HashingReader, compressed: bool) -> str:
-    try:
-        data = gzip.GzipFile(fileobj=reader, mode="rb").read() if compressed else reader.read()  # type: ignore[arg-type]
-    except (OSError, EOFError, zlib.error) as exc:
-        raise _unreadable(path, exc) from None
-    return _decode(path, data.removeprefix(BOM.encode("utf-8")), None)
-
-
-def _parse(path: Path, text: str, line: int | None, fix: str) -> Any:
-    try:
-        # Strict: a key written twice, a lone surrogate, NaN or a number beyond range is refused.
-        return loads_line(text)
-    except JSONLineError as exc:
-        raise DatasetError(path, exc.problem, fix=fix, line=line) from None
-
-
-def _sniff(path: Path, first: tuple[int, str] | None) -> str:
-    """The format of a file whose first non-blank line is ``first``: MRQA if it is an MRQA record."""
-    if first is None:
-        raise DatasetError(path, "is empty", fix="pass a SQuAD JSON file or an MRQA JSONL file")
-    try:
-        record = loads_line(first[1])
-    except JSONLineError:
-        return SQUAD  # a pretty-printed SQuAD file's first line is not JSON on its own
-    return MRQA if isinstance(record, dict) and ("header" in record or "qas" in record) else SQUAD
-
-
-def _kind(value: Any) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number",
-            type(None): "null"}.get(type(value), type(value).__name__)
-
-
-class _Reader:
-    """Checks one record's fields, raising one message that names the file, the place and the key."""
-
-    def __init__(self, path: Path, where: str, *, line: int | None = None, key: str = "") -> None:
-        self.path, self.where, self.line, self.key = path, where, line, key
-
-    def at(self, where: str, key: str) -> _Reader:
-        return _Reader(self.path, where, line=self.line, key=key)
-
-    def error(self, problem: str, fix: str, key: str | None = None) -> DatasetError:
-        key = self.key if key is None else key
-        return DatasetError(self.path, f"{self.where}: {problem}" if self.where else problem, fix=fix,
-                            line=self.line, key=key or None)
-
-    def _sub(self, name: str) -> str:
-        return f"{self.key}.{name}" if self.key else name
-
-    def field(self, record: Any, name: str, kinds: tuple[type, ...], expected: str, *, required: bool = True,
-              fix: str = "") -> Any:
-        if not isinstance(record, dict):
-            raise self.error(f"expected a JSON object, got {_kind(record)}", fix or "see the SQuAD or MRQA format")
-        if name not in record:
-            if required:
-                raise self.error(f"field {name!r} is missing", fix or f"give it {expected}", self._sub(name))
-            return None
-        value = record[name]
-        # A boolean is an int to Python, and never what a text, an id or an offset means.
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            raise self.error(f"field {name!r} must be {expected}, got {_kind(value)}", fix or f"give it {expected}",
-                             self._sub(name))
-        return value
-
-    def text(self, value: str, name: str) -> str:
-        if "\0" in value:
-            raise self.error(f"{name} holds a NUL character", "remove it from the file", self._sub(name))
-        return value
-
-
-def _query_id(reader: _Reader, value: Any, name: str) -> str:
-    query_id = str(value)  # an annotation tool's integer id becomes its decimal digits
-    if not QUERY_ID.match(query_id):
-        raise reader.error(f"question id {query_id!r} cannot be a query_id: it must start with a letter or digit "
-                           "and hold only letters, digits, '.', '_', ':' or '-' (it is written into TREC files, "
-                           "which split on whitespace)", "give the question an id of that form", reader._sub(name))
-    return query_id
-
-
-def _squad_question(reader: _Reader, raw: Any, *, mrqa: bool) -> _Question:
-    id_name = "qid" if mrqa else "id"
-    query_id = _query_id(reader, reader.field(raw, id_name, (str, int), "a string id"), id_name)
-    place = reader.where or f"line {reader.line}"
-    reader = reader.at(f"{reader.where}, question {query_id!r}" if reader.where else f"question {query_id!r}",
-                       reader.key)
-    question = reader.text(reader.field(raw, "question", (str,), "a string"), "question")
-    if not question.strip():
-        raise reader.error("the question is empty", "write the question, or remove it from the file",
-                           reader._sub("question"))
-    if mrqa:
-        answers = _mrqa_answers(reader, raw)
-        return _Question(query_id, question.strip(), False, answers, reader.where, place, reader.line, reader.key)
-    impossible = reader.field(raw, "is_impossible", (bool,), "true or false", required=False)
-    listed = reader.field(raw, "answers", (list,), "a list of answers", required=impossible is not True)
-    answers = []
-    for number, answer in enumerate(listed or []):
-        at = reader.at(reader.where, f"{reader.key}.answers[{number}]")
-        text = at.text(at.field(answer, "text", (str,), "the answer's text, a string"), "text")
-        start = at.field(answer, "answer_start", (int, type(None)), "a character offset (an integer) or null",
-                         required=False)
-        answers.append(_Answer(text, start, None if start is None else start + len(text)))
-    if impossible is True and answers:
-        raise reader.error("is_impossible is true but the question has answers",
-                           "set is_impossible to false, or empty its answers (keep them as plausible_answers)",
-                           reader._sub("is_impossible"))
-    if impossible is False and not answers:
-        raise reader.error("is_impossible is false but the question has no answers",
-                           "add its answer, or set is_impossible to true", reader._sub("answers"))
-    return _Question(query_id, question.strip(), not answers, tuple(answers), reader.where, place, reader.line,
-                     reader.key)
-
-
-def _mrqa_answers(reader: _Reader, raw: Any) -> tuple[_Answer, ...]:
-    detected = reader.field(raw, "detected_answers", (list,), "a list of answers with their char_spans")
-    if not detected:
-        raise reader.error("detected_answers is empty: an MRQA question has at least one",
-                           "add the answer's text and char_spans, or remove the question",
-                           reader._sub("detected_answers"))
-    answers = []
-    for number, answer in enumerate(detected):
-        at = reader.at(reader.where, f"{reader.key}.detected_answers[{number}]")
-        text = at.text(at.field(answer, "text", (str,), "the answer's text, a string"), "text")
-        spans = at.field(answer, "char_spans", (list,), "a list of [start, end] character offsets")
-        if not spans:
-            answers.append(_Answer(text, None, None))
-        for index, span in enumerate(spans):
-            if not (isinstance(span, list) and len(span) == 2
-                    and all(type(value) is int for value in span)):  # a bool is an int, and no offset
-                raise at.error(f"char_spans[{index}] must be [start, end], two integers, got {json.dumps(span)}",
-                               "write each span as [first character, last character] (the end is inclusive)",
-                               f"{at.key}.char_spans[{index}]")
-            answers.append(_Answer(text, span[0], span[1] + 1))
-    return tuple(answers)
-
-
-def _article_ids(titles: list[str | None]) -> list[str]:
-    """Each article's document id: its title, ``article-N`` without one, `` (2)``... for a title met again."""
-    taken = {title for title in titles if title}
-    ids: list[str] = []
-    used: set[str] = set()
-    for number, title in enumerate(titles, start=1):
-        base = title or f"article-{number}"
-        candidate, suffix = base, 2
-        while candidate in used or (candidate != title and candidate in taken):
-            candidate, suffix = f"{base} ({suffix})", suffix + 1
-        used.add(candidate)
-        ids.append(candidate)
-    return ids
-
-
-def _read_squad(path: Path, text: str) -> tuple[dict[str, Any], list[_Article]]:
-    fix = "pass a SQuAD JSON file (one object holding \"data\"); for MRQA JSONL pass --format mrqa"
-    root = _parse(path, text, None, fix)
-    top = _Reader(path, "")
-    data = top.field(root, "data", (list,), "the list of articles", fix=fix)
-    version = root.get("version")
-    titles: list[str | None] = []
-    for number, article in enumerate(data):
-        reader = top.at(f"article {number + 1}", f"data[{number}]")
-        title = reader.field(article, "title", (str, type(None)), "a string", required=False)
-        if title is not None:  # the strict reader has refused lone surrogates, which no file name can hold
-            reader.text(title, "title")
-        titles.append(title.strip() or None if title is not None else None)
-    articles = []
-    for number, (article, doc_id) in enumerate(zip(data, _article_ids(titles), strict=True)):
-        named = f"article {number + 1} ({titles[number]!r})" if titles[number] else f"article {number + 1}"
-        reader = top.at(named, f"data[{number}]")
-        contexts = []
-        for index, paragraph in enumerate(reader.field(article, "paragraphs", (list,), "a list of paragraphs")):
-            at = reader.at(f"{named}, paragraph {index + 1}", f"data[{number}].paragraphs[{index}]")
-            context = at.text(at.field(paragraph, "context", (str,), "the paragraph's text, a string"), "context")
-            questions = at.field(paragraph, "qas", (list,), "a list of questions")
-            contexts.append(_Context(context, tuple(
-                _squad_question(at.at(at.where, f"{at.key}.qas[{q}]"), raw, mrqa=False)
-                for q, raw in enumerate(questions))))
-        articles.append(_Article(doc_id, tuple(contexts)))
-    meta = {"format": SQUAD, "version": version if isinstance(version, str | int | float) else None}
-    return meta, articles
-
-
-def _read_mrqa(path: Path, lines: Iterator[tuple[int, str]], header: dict[str, Any]) -> Iterator[_Article]:
-    fix = "each line of MRQA JSONL is one object: a context with its qas (after an optional header line)"
-    seen: dict[bytes, str] = {}
-    count = 0
-    for position, (number, line) in enumerate(lines):
-        record = _parse(path, line, number, fix + "; for a SQuAD JSON file pass --format squad")
-        if position == 0 and isinstance(record, dict) and "header" in record:
-            header.update(record)
-            continue
-        reader = _Reader(path, "", line=number)
-        if isinstance(record, dict) and "header" in record:
-            raise reader.error("a header line after the first line", "keep one header, on the first line")
-        context = reader.text(reader.field(record, "context", (str,), "the context's text, a string", fix=fix),
-                              "context")
-        questions = reader.field(record, "qas", (list,), "a list of questions", fix=fix)
-        parsed = tuple(_squad_question(reader.at("", f"qas[{q}]"), raw, mrqa=True) for q, raw in enumerate(questions))
-        digest = hashlib.sha256(context.encode("utf-8")).digest()
-        if digest not in seen:
-            count += 1
-            seen[digest] = f"context-{count:06d}"
-        yield _Article(seen[digest], (_Context(context, parsed),))
 
 
 # --- turning answers into quotes -----------------------------------------------------------------------------
@@ -456,7 +165,7 @@ class _Skip:
     """How often the answer's text occurs in its context, when it was looked for."""
 
 
-def _locate(raw: str, clean: str, dropped: list[int], answer: _Answer) -> _Located | _Skip:
+def _locate(raw: str, clean: str, dropped: list[int], answer: Answer) -> _Located | _Skip:
     if not answer.text.strip():
         return _Skip(EMPTY_ANSWER, answer.text)
     start, end = answer.start, answer.end
@@ -555,7 +264,7 @@ class _Importer:
         self.by_text: dict[bytes, str] = {}
         """SHA-256 of each written document's text -> its id."""
 
-    def add(self, article: _Article, name: str) -> None:
+    def add(self, article: Article, name: str) -> None:
         """Write ``article`` as document ``name`` (unless already written) and judge its questions."""
         tally = self.tally
         repeated = article.doc_id in self.seen
@@ -600,7 +309,7 @@ class _Importer:
             for question in context.questions:
                 self._judge(question, context.text, clean, dropped, base, document, name)
 
-    def _judge(self, question: _Question, raw: str, clean: str, dropped: list[int], base: int | None,
+    def _judge(self, question: Question, raw: str, clean: str, dropped: list[int], base: int | None,
                document: str, name: str) -> None:
         tally = self.tally
         # What makes a question the same one again: its text, its answers and the text they are read in.
@@ -653,7 +362,7 @@ class _Importer:
         tally.quotes += len(distinct)
         self._keep(question, self.category, [GoldSpan(document=name, quote=document[s:e]) for s, e in distinct])
 
-    def _keep(self, question: _Question, category: Category, gold: list[GoldSpan]) -> None:
+    def _keep(self, question: Question, category: Category, gold: list[GoldSpan]) -> None:
         try:
             judgment = Judgment(query_id=question.query_id, query=question.question, category=category, gold=gold)
         except ValidationError as exc:  # pragma: no cover - every field was checked on reading
@@ -662,7 +371,7 @@ class _Importer:
                                fix="check the question's id and text", line=question.line) from None
         self.judgments[question.query_id] = judgment
 
-    def _skip(self, question: _Question, skip: _Skip) -> None:
+    def _skip(self, question: Question, skip: _Skip) -> None:
         if self.strict:
             times = ("" if skip.occurrences is None else " (its text occurs nowhere in its context)"
                      if skip.occurrences == 0 else f" (its text occurs {skip.occurrences} times in its context)")
@@ -735,14 +444,14 @@ def import_squad(
         compressed = handle.read(2) == GZIP_MAGIC
         handle.seek(0)
         size = source.stat().st_size
-        reader = _HashingReader(handle)
+        reader = HashingReader(handle)
         chosen = input_format
         if chosen is None:
-            chosen = _sniff(source, next(_lines(source, reader, compressed), None))
+            chosen = sniff(source, next(file_lines(source, reader, compressed), None))
             handle.seek(0)
-            reader = _HashingReader(handle)
+            reader = HashingReader(handle)
         if chosen == SQUAD:
-            meta, articles = _read_squad(source, _whole(source, reader, compressed))
+            meta, articles = read_squad(source, whole_text(source, reader, compressed))
             names = document_files(article.doc_id for article in articles)
             with bar(total=len(articles), desc="import-squad", unit=" articles") as progress:
                 for article in articles:
@@ -753,7 +462,7 @@ def import_squad(
             meta = {"format": MRQA, "header": header}
             with bar(total=size, desc="import-squad", unit="B") as progress:
                 done = 0
-                for article in _read_mrqa(source, _lines(source, reader, compressed), header):
+                for article in read_mrqa(source, file_lines(source, reader, compressed), header):
                     importer.add(article, document_files([article.doc_id])[article.doc_id])
                     progress.update(reader.consumed - done)
                     done = reader.consumed

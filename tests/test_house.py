@@ -184,6 +184,92 @@ def test_every_exception_class_lives_in_the_errors_module():
     assert {"GroundkitError", "InputError", "JSONLineError", "Terminated"} <= set(found)
 
 
+MAX_LINES = 600
+"""A module longer than this holds more than one concept: split it (STYLE.md, one module per concept)."""
+
+STORE = "groundkit.pipeline.store"
+PROCESS_TABLES = {
+    "groundkit._atomic": {"_syncers"},  # scratch folders being synced now: durability, no values are shared
+    "groundkit._lines": {"_KEYS"},  # the JSON of each record key: a pure function's results, any caller's
+    "groundkit.retrieval.trec": {"_RANK_COLUMN"},  # " 1 ", " 2 ", ...: the same text for every caller
+}
+"""Module-level tables filled at run time outside the store, each a pure function's results, never a run's data."""
+
+
+def empty_tables(source: str) -> set[str]:
+    """Names bound at module level to an empty dict, list or set: tables a module fills as it runs."""
+    found = set()
+    for node in ast.parse(source).body:
+        targets, value = ([node.target], node.value) if isinstance(node, ast.AnnAssign) else \
+            (node.targets, node.value) if isinstance(node, ast.Assign) else ([], None)
+        literal = isinstance(value, ast.Dict | ast.List | ast.Set) and \
+            not getattr(value, "keys", getattr(value, "elts", 1))
+        call = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
+            value.func.id in {"dict", "list", "set"} and not value.args
+        empty = literal or call
+        if empty:
+            found |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return found
+
+
+def shares_in_run(source: str) -> bool:
+    """Whether a module keeps values per thread or context: how in-run sharing was reached before the store."""
+    return any(isinstance(node, ast.Import | ast.ImportFrom) and any(
+        name in {"contextvars"} for name in ([a.name for a in node.names] if isinstance(node, ast.Import)
+                                              else [node.module or ""]))
+               for node in ast.walk(ast.parse(source))) or "threading.local" in source
+
+
+def splits_a_retriever_string(source: str) -> bool:
+    """Whether a module splits a retriever string itself (``retriever.split``, ``spec.split(":")``)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in {"split", "partition"}:
+            target = ast.unparse(node.func.value)
+            if "retriever" in target or target in {"spec", "kind_spec"}:
+                return True
+    return False
+
+
+def plants_a_module(source: str) -> bool:
+    """Whether ``sys.modules[...] = ...`` (or ``.setdefault``/``.update``) appears."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) and ast.unparse(t.value) == "sys.modules"
+                                                for t in node.targets):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                ast.unparse(node.func.value) == "sys.modules" and node.func.attr in {"setdefault", "update"}:
+            return True
+    return False
+
+
+def test_only_the_store_shares_what_a_run_read_or_wrote():
+    for name, path in groundkit_modules().items():
+        source = path.read_text(encoding="utf-8")
+        if name == STORE:
+            continue
+        assert not shares_in_run(source), name
+        assert empty_tables(source) <= PROCESS_TABLES.get(name, set()), name
+        assert "RunStore(" not in source or name == "groundkit.pipeline.runner", name
+
+
+def test_the_retriever_string_is_parsed_in_one_place():
+    offenders = [name for name, path in groundkit_modules().items()
+                 if name != "groundkit.retrieval.kinds" and splits_a_retriever_string(path.read_text(encoding="utf-8"))]
+    assert offenders == []
+
+
+def test_no_module_is_longer_than_the_limit():
+    long = {name: n for name, path in groundkit_modules().items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_no_module_is_planted_in_sys_modules():
+    files = [*sorted((REPO / "groundkit").rglob("*.py")), *sorted((REPO / "stages").rglob("*.py"))]
+    assert [str(p.relative_to(REPO)) for p in files if plants_a_module(p.read_text(encoding="utf-8"))] == []
+
+
 # --- the checkers, on inputs whose answer is known: each rule can fail
 
 
@@ -213,3 +299,15 @@ def test_exception_classes_follow_bases_across_modules():
                "m2": ("import yaml\nclass B(A):\n    pass\nclass C(yaml.YAMLError):\n    pass\n"
                       "class D(Plain):\n    pass\n")}
     assert exception_classes(sources) == {"A": "m1", "B": "m2", "C": "m2"}
+
+
+def test_the_new_rules_see_what_they_forbid():
+    assert empty_tables("_memo: dict[str, int] = {}\nTABLE = {'a': 1}\nseen = set()\n") == {"_memo", "seen"}
+    assert shares_in_run("import contextvars\n") and shares_in_run("x = threading.local()\n")
+    assert not shares_in_run("import threading\n")
+    assert splits_a_retriever_string("_, m, f = params.retrieve.retriever.split(':')\n")
+    assert splits_a_retriever_string("name = spec.partition(':')\n")
+    assert not splits_a_retriever_string("host, port = address.split(':')\n")
+    assert plants_a_module("import sys\nsys.modules['x'] = object()\n")
+    assert plants_a_module("sys.modules.setdefault('x', m)\n")
+    assert not plants_a_module("m = sys.modules.get('x')\n")

@@ -31,7 +31,7 @@ def test_defaults_and_overrides(tmp_path):
         ("tokenize:\n  stemmer: klingon\n", "tokenize.stemmer", "unknown stemmer; use none or one of"),
         ("tokenize:\n  stopwords: fr\n", "tokenize.stopwords", "Input should be 'none' or 'en'"),
         ("tokenize:\n  lowercase: false\n", "tokenize.lowercase", "not a known field"),
-        ("retrieve:\n  retriever: splade\n", "retrieve.retriever", "unknown retriever"),
+        ("retrieve:\n  retriever: no-such-kind\n", "retrieve.retriever", "unknown retriever"),
         ("retrieve:\n  retriever: python:mymodule\n", "retrieve.retriever", "python:MODULE:FACTORY"),
         ("retrieve:\n  retriever: external\n", "retrieve", "needs retrieve.run"),
         ("dense:\n  batch_size: 0\n", "dense.batch_size", "greater than 0"),

@@ -47,10 +47,13 @@ def test_the_parsed_kind_travels_with_the_params():
     assert params.retrieve.kind is params.retrieve.kind  # parsed once, on validation
 
 
-@pytest.mark.parametrize("retriever", ["splade", "BM25", ""])
+@pytest.mark.parametrize("retriever", ["no-such-kind", "BM25", ""])
 def test_unknown_kinds_are_refused_with_the_list_of_kinds(retriever):
-    with pytest.raises(ValueError, match=r"^unknown retriever; use one of bm25, dense, hybrid, external or "
-                                         r"python:MODULE:FACTORY$"):
+    # Every kind, in BUILT_IN's order (bm25, dense, hybrid, external, python:MODULE:FACTORY today).
+    *others, last = [kind.usage for kind in BUILT_IN]
+    assert {"bm25", "dense", "hybrid", "external", "python:MODULE:FACTORY"} <= {*others, last}
+    with pytest.raises(ValueError, match=rf"^unknown retriever; use one of {re.escape(', '.join(others))} or "
+                                         rf"{re.escape(last)}$"):
         parse(retriever)
 
 

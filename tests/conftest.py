@@ -68,7 +68,7 @@ def throwaway_measure():
 
 @dataclass(frozen=True)
 class SweepClone:
-    """A clone of the working tree after `dvc repro` (committed) and two `dvc exp run -S` experiments.
+    """A clone of the working tree after `dvc repro` (committed), two `dvc exp run -S` experiments and a queued one.
 
     Attributes:
         repo: The clone. Tests read it and write only outside it (or under its build/).
@@ -86,6 +86,9 @@ class SweepClone:
 
 
 SWEEP_EXPERIMENTS = {"s400": ["chunk.size=400"], "s1200": ["chunk.size=1200", "chunk.overlap=100"]}
+QUEUED_EXPERIMENT = "queued-exp"
+"""An experiment of the sweep clone that is queued and never run, named as long as DVC's own names (an
+adjective of up to five letters and a noun of four: ``swept-seam``), as a sweep's queue leaves them."""
 
 
 @pytest.fixture(scope="session")
@@ -105,4 +108,5 @@ def sweep_clone(tmp_path_factory) -> SweepClone:
         metrics[name] = json.loads((repo / "metrics" / "metrics.json").read_text(encoding="utf-8"))
         run(["git", "checkout", "--", "."], repo)
     run(["dvc", "checkout", "-q"], repo)
+    run(["dvc", "exp", "run", "--queue", "-q", "-n", QUEUED_EXPERIMENT, "-S", "chunk.size=2000"], repo)
     return SweepClone(repo, repro.stdout + repro.stderr, before, after, metrics)

@@ -34,6 +34,48 @@ def test_run_writes_artifacts_and_reports(tiny_corpus, tmp_path):
     assert str(tmp_path) not in (out / "run.json").read_text()  # no absolute paths in artifacts
 
 
+def test_run_prints_an_aligned_readout_the_engine_and_its_warnings(tiny_corpus, tmp_path):
+    corpus, judgments = tiny_corpus
+    out = tmp_path / "out"
+    result = groundkit("run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(out),
+                       "--set", "chunk.size=60")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "retriever bm25, on the local engine"
+    # q3 shares no word with the corpus: BM25 retrieves nothing for it.
+    assert lines[1].split() == ["answerable", "queries", "3", "false_abstentions", "1"]
+    headline = json.loads((out / "metrics.json").read_text())
+    assert lines[3].split() == ["headline", *(part for k, v in headline.items() for part in (k, f"{v:.4f}"))]
+    assert lines[-1] == f"artifacts written to {out}"
+    assert max(map(len, lines)) <= 100
+    # The tiny corpus cuts into fewer chunks than the largest k (10): recall@10 is trivially 1.0.
+    chunks = len((out / "chunks.jsonl").read_text().splitlines())
+    assert chunks <= 10
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert warnings == [f"warning: the corpus has {chunks} chunks, no more than the largest cut-off (k = 10): "
+                        "recall@10 is 1.0 for any query that retrieves them all, whatever the ranking; add "
+                        "documents, or use smaller chunks",
+                        "warning: the run answers 2 of 3 answerable queries: 1 retrieved nothing and scores 0 on "
+                        "every measure (false_abstentions in detail.json; a query that shares no word with the "
+                        "corpus, or a run file that leaves queries out)"]
+
+
+def test_an_external_run_that_answers_one_query_is_warned_about(tmp_path):
+    from tests.conftest import REPO
+
+    lines = (REPO / "examples" / "runs" / "langchain_example.jsonl").read_text().splitlines()
+    partial = tmp_path / "q001-only.jsonl"
+    partial.write_text("".join(line + "\n" for line in lines if json.loads(line)["query_id"] == "q001"))
+    result = groundkit("score-run", str(partial), "--corpus", str(REPO / "evals" / "corpus"), "--judgments",
+                       str(REPO / "evals" / "judgments.jsonl"), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    detail = json.loads((tmp_path / "out" / "detail.json").read_text())["answerable"]
+    assert (detail["queries"], detail["false_abstentions"]) == (144, 143)
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "warning: the run answers 1 of 144 answerable queries: 143 retrieved nothing and score 0 on every measure")
+
+
 def _break(corpus: Path, judgments: Path, case: str) -> list[str]:
     """Apply one kind of damage; return extra CLI arguments."""
     lines = judgments.read_text().splitlines()

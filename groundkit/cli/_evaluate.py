@@ -10,8 +10,15 @@ from groundkit.cli._common import FORCE_HELP, add_inputs
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
     from groundkit.config import load_params
+    from groundkit.execution import described
     from groundkit.pipeline.runner import run
+    from groundkit.pipeline.stages import METRICS
+    from groundkit.scoring.cautions import PREFIX
+    from groundkit.scoring.readout import readout
 
     overrides = list(args.set)
     if getattr(args, "run_file", None) is not None:
@@ -19,14 +26,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # retrieve.run is one of params.PATH_KEYS, so the path is taken verbatim, never parsed as YAML.
         overrides += ["retrieve.retriever=external", f"retrieve.run={args.run_file}"]
     params = load_params(args.params, overrides)
+    warnings: list[str] = []
     summary = run(args.corpus, args.judgments, params, args.out, force=args.force, command=args.command,
-                  inputs={"the params file": args.params})
-    answerable: dict[str, Any] = summary["answerable"]  # type: ignore[assignment]
-    no_answer: dict[str, Any] = summary["no_answer"]  # type: ignore[assignment]
-    shown = ", ".join(f"{k}={v:.4f}" for k, v in answerable.items() if isinstance(v, float))
-    print(f"answerable ({answerable['queries']}): {shown}")
-    print(f"no_answer ({no_answer['queries']}): abstained {no_answer['abstained']}")
+                  inputs={"the params file": args.params}, warn=warnings.append)
+    # The headline is what metrics.json holds, in its order (that of `dvc metrics show`).
+    headline = list(json.loads((Path(args.out) / METRICS.name).read_text(encoding="utf-8")))
+    print(f"retriever {params.retrieve.retriever}, on the {described(params.execution)}")
+    for line in readout(summary, headline):
+        print(line)
     print(f"artifacts written to {args.out}")
+    for warning in warnings:
+        print(PREFIX + warning, file=sys.stderr)
     _print_findings(args.out, params)
     return 0
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from groundkit.retrieval.dense import Encoder
     from groundkit.retrieval.kinds import Ranking
 
-__all__ = ["Engine", "lazy_engine", "open_engine"]
+__all__ = ["Engine", "described", "lazy_engine", "open_engine"]
 
 
 class Engine(Protocol):
@@ -56,6 +56,13 @@ class Engine(Protocol):
     def embed(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
         """``encoder.encode(texts)``: float32 rows in the order of ``texts``."""
         ...
+
+
+def described(execution: ExecutionParams) -> str:
+    """The engine ``execution`` names, in words: how the index stage and ``groundkit run`` say which one ran."""
+    if execution.engine == "local":
+        return "local engine"
+    return f"ray engine ({f'address {execution.address}' if execution.address else 'a Ray started for each stage'})"
 
 
 def open_engine(execution: ExecutionParams) -> AbstractContextManager[Engine]:

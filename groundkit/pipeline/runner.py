@@ -11,7 +11,8 @@ terms of groundkit/_outputs.py.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from groundkit._collector import fewer_collections
@@ -19,6 +20,7 @@ from groundkit._outputs import output_folder
 from groundkit.config import Params
 from groundkit.pipeline.stages import (
     ARTIFACTS,
+    CHUNKS,
     CORPUS_ROOT,
     JUDGMENTS,
     METRICS,
@@ -29,6 +31,7 @@ from groundkit.pipeline.stages import (
 )
 from groundkit.pipeline.store import RunStore
 from groundkit.retrieval.kinds import Need
+from groundkit.scoring.cautions import PREFIX, unanswered
 
 __all__ = ["ARTIFACTS", "run"]
 
@@ -36,6 +39,7 @@ __all__ = ["ARTIFACTS", "run"]
 def run(
     corpus: str | Path, judgments: str | Path, params: Params, out: str | Path, *, force: bool = False,
     command: str = "run", inputs: Mapping[str, str | Path | None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, object]:
     """Evaluate ``judgments`` on ``corpus`` with ``params``; write artifacts into ``out``.
 
@@ -43,6 +47,8 @@ def run(
         force: Replace the artifacts of an earlier run in ``out`` (other files there are kept).
         command: The command writing ``out``, recorded in its ``.groundkit-output`` marker.
         inputs: Further input files ``out`` must stay clear of, by description (the params file).
+        warn: Called with each warning about the results (groundkit/scoring/cautions.py), once the artifacts
+            are in ``out``; by default each is printed to stderr, ``warning: ...`` in a line.
 
     Returns:
         The metrics.json document.
@@ -65,12 +71,23 @@ def run(
         # the default threshold walks every young object still alive, and a depth-1000 run's 300,000 ranked
         # pairs cost it 0.07 s.
         summary: dict[str, object] = {}
+        warnings: list[str | None] = []
         with fewer_collections():
             store = RunStore(work)
             for stage in (stage for stage in STAGES if stage.in_process):
-                result = importlib.import_module(stage.step).run(**stage.arguments(paths, params, store))
+                step = importlib.import_module(stage.step)
+                result = step.run(**stage.arguments(paths, params, store))
+                if stage.name == written_by(CHUNKS):
+                    warnings.append(step.caution(len(result), params))
                 if stage.name == written_by(METRICS):
                     summary = result
                 del result
             del store
+    warnings.append(unanswered(summary))
+    for warning in filter(None, warnings):
+        (warn or _to_stderr)(warning)
     return summary
+
+
+def _to_stderr(warning: str) -> None:
+    print(PREFIX + warning, file=sys.stderr)

@@ -15,6 +15,7 @@ repeating the commit); each is read from its committed ``metrics/`` like any rev
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,10 +151,17 @@ def experiment_sides(cwd: Path, baseline: Side, baseline_spec: str, *,
     sweep = experiment_rows(dvc_exp_show(cwd, CompareError, "--experiments"), [], git_run_json(cwd))
     left_out = list(sweep.left_out)
     base_rev = None if Path(baseline_spec).is_dir() else resolve_revision(baseline_spec, cwd)
+    base_results = _results(base_rev or baseline_spec, cwd, metrics_dir)
     sides = []
     for name, rev in sweep.experiments:
         if rev == base_rev:
             left_out.append((name, "is the baseline"))
+            continue
+        if base_results is not None and _results(rev, cwd, metrics_dir) == base_results:
+            # An experiment that changed only where the work ran (execution.engine) changed no number: as a
+            # candidate it would add a test to the correction, and weaken every other candidate's.
+            left_out.append((name, f"its results are the baseline's, byte for byte ({' and '.join(RESULTS)}): "
+                                   "it changes no number (execution.engine, say)"))
             continue
         sides.append(read_side(rev, cwd=cwd, metrics_dir=metrics_dir, label=name))
     changed = [params_changed(baseline, side) for side in sides]
@@ -161,6 +169,25 @@ def experiment_sides(cwd: Path, baseline: Side, baseline_spec: str, *,
     order = sorted(range(len(sides)), key=lambda i: ([_sort_key(changed[i].get(k, [None, None])[1]) for k in keys],
                                                      sides[i].label))
     return [sides[i] for i in order], left_out
+
+
+RESULTS = ("per_query.csv", "metrics.json")
+"""The files that hold a run's results: two runs with the same bytes in both are the same result."""
+
+
+def _results(spec: str, cwd: Path, metrics_dir: str) -> tuple[bytes, ...] | None:
+    """The bytes of :data:`RESULTS` in a results folder (found as read_side finds it) or a revision, or None."""
+    folder = Path(spec)
+    if folder.is_dir():
+        if not (folder / RESULTS[0]).is_file():
+            folder = folder / metrics_dir
+        try:
+            return tuple((folder / name).read_bytes() for name in RESULTS)
+        except OSError:
+            return None
+    shown = [subprocess.run(["git", "show", f"{spec}:./{metrics_dir}/{name}"], cwd=cwd, capture_output=True,
+                            check=False) for name in RESULTS]
+    return None if any(s.returncode for s in shown) else tuple(s.stdout for s in shown)
 
 
 # --- rendering ---------------------------------------------------------------------------------

@@ -18,14 +18,23 @@ import termios
 
 import pytest
 
-from tests.dvc_helpers import env, run
+from tests.conftest import QUEUED_EXPERIMENT
+from tests.dvc_helpers import REPO, env, run
 
 pytestmark = pytest.mark.integration
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # README's recipes, as written there.
-EXP_SHOW_QUALITY = ["dvc", "exp", "show", "--no-pager", "--only-changed", "--drop", "Created|.*/|mrr|recall"]
-EXP_SHOW_BUDGET = ["dvc", "exp", "show", "--no-pager", "--only-changed", "--drop", "Created|.*/|mrr|ndcg|recall@10$"]
+EXP_SHOW_QUALITY = ["dvc", "exp", "show", "--no-pager", "--only-changed", "--drop",
+                    "Created|State|Executor|.*/|mrr|recall"]
+EXP_SHOW_BUDGET = ["dvc", "exp", "show", "--no-pager", "--only-changed", "--drop",
+                   "Created|State|Executor|.*/|mrr|ndcg|recall@10$"]
+
+
+def test_the_recipes_are_the_readmes():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for recipe in (EXP_SHOW_QUALITY, EXP_SHOW_BUDGET):
+        assert f"dvc exp show --only-changed --drop '{recipe[-1]}'" in readme
 
 
 def at_80_columns(cmd: list[str], cwd) -> list[str]:
@@ -55,6 +64,20 @@ def test_the_default_pipeline_runs_without_a_warning(sweep_clone):
     assert "WARNING" not in sweep_clone.repro_output and "is empty" not in sweep_clone.repro_output
 
 
+def test_dvc_repro_prints_the_score_readout_and_the_engine(sweep_clone):
+    from groundkit.scoring.readout import readout
+
+    lines = sweep_clone.repro_output.splitlines()
+    start = lines.index("score:")
+    block = [line for line in lines[start + 1:start + 12] if line.startswith("  ")]
+    detail = json.loads((sweep_clone.repo / "metrics" / "detail.json").read_text(encoding="utf-8"))
+    headline = list(json.loads((sweep_clone.repo / "metrics" / "metrics.json").read_text(encoding="utf-8")))
+    # The readout of the committed detail (sorted keys: its families come in another order than in memory).
+    assert sorted(block) == sorted("  " + line for line in readout(detail, headline, width=98))
+    assert max(map(len, block)) <= 100 and not any("{" in line for line in block)
+    assert any(re.fullmatch(r"index: \d+ chunks, \d+ terms, on the local engine", line) for line in lines)
+
+
 def test_dvc_metrics_show_is_one_narrow_row_of_headline_figures(sweep_clone):
     lines = at_80_columns(["dvc", "metrics", "show"], sweep_clone.repo)
     assert lines[0].split() == ["Path", "mrr", "ndcg@10", "recall@10", "recall@1000chars"]
@@ -72,6 +95,8 @@ def test_readme_exp_show_recipes_fit_80_columns_uncollapsed(sweep_clone, recipe,
     assert not any("…" in line for line in lines) and max(map(len, lines)) <= 80
     rows = {cells[-4].strip("[]"): cells[-3:] for cells in (line.split() for line in table[1:])}
     assert rows["s400"][1:] == ["400", "0"] and rows["s1200"][1:] == ["1200", "100"]
+    # A queued experiment, named as long as DVC names one, adds DVC's State and Executor columns; dropped.
+    assert rows[QUEUED_EXPERIMENT] == ["-", "2000", "0"]
     for name in ("s400", "s1200"):
         assert float(rows[name][0]) == pytest.approx(sweep_clone.metrics_after[name][metric], abs=1e-5)
 

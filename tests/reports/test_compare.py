@@ -316,10 +316,13 @@ def groundkit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def experiments(tmp_path_factory) -> Path:
-    """A clone with the committed baseline at HEAD and two DVC experiments: small and large chunks."""
+    """A clone with the committed baseline at HEAD and three DVC experiments: small and large chunks, and one
+    that only moves the work to the Ray engine (no stage declares execution: DVC re-runs nothing, and Ray never
+    starts)."""
     repo = clone_working_tree(tmp_path_factory.mktemp("compare") / "repo")
-    for size, name in ((200, "small-chunks"), (1200, "large-chunks")):
-        run(["dvc", "exp", "run", "-S", f"chunk.size={size}", "-n", name], repo)
+    for setting, name in (("chunk.size=200", "small-chunks"), ("chunk.size=1200", "large-chunks"),
+                          ("execution.engine=ray", "on-ray")):
+        run(["dvc", "exp", "run", "-S", setting, "-n", name], repo)
         run(["git", "checkout", "--", "."], repo)  # the next experiment starts from the commit
     return repo
 
@@ -387,7 +390,10 @@ def test_compare_every_experiment_of_the_commit(experiments):
     low, high = sorted(r["p_value"] for r in rows)
     assert sorted(r["p_adjusted"] for r in rows) == pytest.approx([2 * low, max(2 * low, high)])
     assert [c["verdict"] for c in report["candidates"]] == ["worse", "better"]
-    assert report["verdict"] == "worse" and report["left_out"] == []
+    # The engine-only experiment is no candidate (two tests in the correction, not three), and the report says so.
+    assert report["verdict"] == "worse" and report["left_out"] == [
+        {"experiment": "on-ray", "reason": "its results are the baseline's, byte for byte (per_query.csv and "
+                                           "metrics.json): it changes no number (execution.engine, say)"}]
 
     shown = groundkit("compare", "HEAD", "--experiments", "--fail-on-regression", cwd=experiments)
     assert shown.returncode == 4 and "regression: ndcg@10 (small-chunks) dropped significantly" in shown.stderr
@@ -395,11 +401,14 @@ def test_compare_every_experiment_of_the_commit(experiments):
     assert "their p-values are Holm-corrected over 2 tests (2 candidates x 1 metric)" in shown.stdout
     assert "| ndcg@10 | all | 144 | " in shown.stdout
     assert "With 144 answerable queries these judgments can detect a change of about " in shown.stdout
+    assert "Left out of `--experiments`: on-ray: its results are the baseline's, byte for byte" in shown.stdout
 
 
 def test_experiments_leave_out_the_baseline(experiments):
-    # small-chunks is the baseline here, so one experiment is left: the two-run report.
-    result = groundkit("compare", "small-chunks", "--experiments", cwd=experiments)
+    # small-chunks is the baseline here, so it is left out; on-ray, whose results are HEAD's and not
+    # small-chunks', stays a candidate beside large-chunks.
+    result = groundkit("compare", "small-chunks", "--experiments", "--json", cwd=experiments)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("## groundkit compare: `small-chunks` → `large-chunks`\n")
-    assert "left out of --experiments: small-chunks: is the baseline" in result.stderr
+    report = json.loads(result.stdout)
+    assert [c["candidate"] for c in report["candidates"]] == ["on-ray", "large-chunks"]  # chunk.size 800, 1200
+    assert report["left_out"] == [{"experiment": "small-chunks", "reason": "is the baseline"}]

@@ -10,6 +10,7 @@ from groundkit._lines import dumps_json
 from groundkit.corpus.chunking import chunk_documents
 from groundkit.corpus.passage import Chunk, Document
 from groundkit.pipeline.stages import DOCUMENTS, written_by
+from groundkit.scoring.cautions import PREFIX, few_chunks
 
 if TYPE_CHECKING:
     from groundkit.config import ChunkParams, Params
@@ -27,5 +28,13 @@ def run(documents: Path, params: ChunkParams, out_chunks: Path, out_chunking: Pa
 
 
 def summary(chunks: list[Chunk], params: Params) -> str:
-    """What the stage did, in a line."""
-    return f"chunk: {len(chunks)} chunks"
+    """What the stage did, in a line, and a warning when the chunks are too few for the cut-offs to measure much."""
+    warning = caution(len(chunks), params)
+    return f"chunk: {len(chunks)} chunks" + (f"\n{PREFIX}{warning}" if warning else "")
+
+
+def caution(chunks: int, params: Params) -> str | None:
+    """The warning about ``chunks`` chunks, when a retriever ranks them (an external run ranks passages of its own)."""
+    if not params.retrieve.kind.ranks_chunks:
+        return None
+    return few_chunks(chunks, depth=params.retrieve.depth, largest_k=max(params.score.ks))

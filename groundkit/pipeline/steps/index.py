@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from groundkit.config import ExecutionParams, TokenizeParams
 from groundkit.corpus.passage import Chunk
-from groundkit.execution import open_engine
+from groundkit.execution import described, open_engine
 from groundkit.pipeline.stages import CHUNKS, written_by
 from groundkit.retrieval.bm25 import IndexSummary
 
@@ -34,5 +34,5 @@ def run(chunks: Path, params: BM25Params, out_index: Path, *, store: Store, toke
 
 
 def summary(built: IndexSummary, params: Params) -> str:
-    """What the stage did, in a line."""
-    return f"index: {built.num_chunks} chunks, {built.vocab_size} terms"
+    """What the stage did, in a line, and on which engine."""
+    return f"index: {built.num_chunks} chunks, {built.vocab_size} terms, on the {described(params.execution)}"

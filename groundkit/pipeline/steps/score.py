@@ -209,5 +209,12 @@ def _external_run_file(path: Path, recorded: dict[str, Any], record: Path) -> Ex
 
 
 def summary(metrics: dict[str, object], params: Params) -> str:
-    """What the stage did, in a line."""
-    return f"score: {metrics['answerable']}"
+    """What the stage found: the counts, the headline and every other figure, aligned within 100 columns
+    (groundkit/scoring/readout.py), and a warning when the run left answerable queries without a result."""
+    from groundkit.scoring.cautions import PREFIX, unanswered
+    from groundkit.scoring.readout import WIDTH, readout
+
+    # In metrics.json's order, as `dvc metrics show` and `groundkit run` show the headline.
+    lines = readout(metrics, sorted(headline(metrics, params.score)), width=WIDTH - 2)
+    warning = unanswered(metrics)
+    return "\n".join(["score:", *(f"  {line}" for line in lines), *([PREFIX + warning] if warning else [])])

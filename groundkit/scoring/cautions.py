@@ -1,0 +1,35 @@
+"""Warnings about results that are numbers but measure little: each a line of text, or None when all is well.
+
+They are printed to stderr (``warning: ...``, one line each) by the stage or command that computed
+the results, and they never change an artifact: the same inputs give the same bytes, warned or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+PREFIX = "warning: "
+
+
+def unanswered(detail: Mapping[str, Any]) -> str | None:
+    """A run that retrieved nothing for some answerable queries (a partial external run, a broken retriever)."""
+    answerable = detail.get("answerable", {})
+    queries, empty = answerable.get("queries", 0), answerable.get("false_abstentions", 0)
+    if not queries or not empty:
+        return None
+    return (f"the run answers {queries - empty} of {queries} answerable queries: {empty} retrieved nothing and "
+            f"score{'s' if empty == 1 else ''} 0 on every measure (false_abstentions in detail.json; a query that "
+            "shares no word with the corpus, or a run file that leaves queries out)")
+
+
+def few_chunks(chunks: int, *, depth: int, largest_k: int) -> str | None:
+    """A corpus cut into so few chunks that a ranking holds most or all of it."""
+    if chunks <= largest_k:
+        return (f"the corpus has {chunks} chunk{'s' if chunks != 1 else ''}, no more than the largest cut-off "
+                f"(k = {largest_k}): recall@{largest_k} is 1.0 for any query that retrieves them all, whatever the "
+                "ranking; add documents, or use smaller chunks")
+    if chunks < depth:
+        return (f"the corpus has {chunks} chunks, fewer than retrieve.depth ({depth}): a ranking can hold the whole "
+                "corpus, so deep cut-offs measure little; add documents, or use smaller chunks")
+    return None

@@ -42,47 +42,107 @@ def _cmd_judgments_add(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace, corpus: dict[str, Any], path: Path) -> int:
-    import json
-
-    from groundkit.corpus.authoring import elsewhere, insert, make_judgment, next_query_id, propose, read_for_add
+    from groundkit.corpus.authoring import amended, insert, make_judgment, next_query_id, read_for_add, replace_line
     from groundkit.corpus.judgments import Category, GoldSpan
     from groundkit.errors import JudgmentsError
 
+    _check_add_options(args)
     existing = read_for_add(path)
-    gold: list[GoldSpan] = []
-    if args.category == Category.NO_ANSWER.value:
+    if args.to is not None:
+        if not existing:
+            raise JudgmentsError("--to", f"{path} holds no judgment to add a quote to",
+                                 fix="leave --to out to add a new judgment (with --query)")
+        changed = amended(path, existing, args.to, _quote(args, corpus), replace=args.replace)
+        if args.dry_run:
+            print(f"would change {path}:{changed.line} to: {changed.to_json()}")
+            return 0
+        replace_line(path, changed)
+        print(f"changed {path}:{changed.line}: {changed.to_json()}")
+        return 0
+    category = args.category or Category.FACTOID.value
+    if category == Category.NO_ANSWER.value:
         if args.document or args.search:
             raise JudgmentsError("--category", "a no_answer judgment has no gold quote",
                                  fix="leave out --document and --search")
+        gold_list = []
     else:
-        for option in ("document", "search"):
-            if not getattr(args, option):
-                raise JudgmentsError(f"--{option}", f"is required for a {args.category} judgment",
-                                     fix="name the document that answers the query and a few of its words (--search)")
-        document = corpus.get(args.document)
-        if document is None:
-            raise JudgmentsError("--document", f"{args.document!r} is not a document of the corpus {args.corpus}",
-                                 fix="give its path relative to the corpus folder, as judgments name it")
-        proposals = propose(document, args.search)
-        if not proposals:
-            raise JudgmentsError("--search", f"no run of words around {args.search!r} occurs only once in "
-                                 f"{args.document!r}", fix="search for words of a passage the document holds once")
-        for number, proposal in enumerate(proposals, start=1):
-            also = elsewhere(proposal.quote, document.path, corpus)
-            note = f"; also in {', '.join(also)}: add those as gold quotes too" if also else ""
-            print(f"{number}. {json.dumps(proposal.quote, ensure_ascii=False)} (line:col {proposal.place}{note})")
-        if not 1 <= args.choose <= len(proposals):
-            raise JudgmentsError("--choose", f"is {args.choose}; there are {len(proposals)} proposals",
-                                 fix=f"choose a number from 1 to {len(proposals)}")
-        gold = [GoldSpan(document=document.path, quote=proposals[args.choose - 1].quote)]
+        gold_list = [GoldSpan(document=args.document, quote=_quote(args, corpus, category=category).quote)]
     query_id = args.id or next_query_id([j.query_id for j in existing])
-    judgment = make_judgment(query_id, args.query, args.category, gold)
+    judgment = make_judgment(query_id, args.query, category, gold_list)
     if args.dry_run:
         print(f"would add: {judgment.to_json()}")
         return 0
     line = insert(path, existing, judgment)
     print(f"added at {path}:{line}: {judgment.to_json()}")
     return 0
+
+
+def _check_add_options(args: argparse.Namespace) -> None:
+    """Refuse options that do not go together, before anything is read."""
+    from groundkit.errors import JudgmentsError
+
+    if args.to is None:
+        if args.replace is not None:
+            raise JudgmentsError("--replace", "needs --to, the judgment whose quote it replaces",
+                                 fix="add --to QUERY_ID, or leave --replace out")
+        if not args.query:
+            raise JudgmentsError("--query", "is required for a new judgment",
+                                 fix="give the question as a user would ask it, or --to QUERY_ID to add a quote to "
+                                     "an existing judgment")
+        return
+    for option in ("query", "id", "category"):
+        if getattr(args, option) is not None:
+            raise JudgmentsError(f"--{option}", f"is not taken with --to: {args.to}'s {option} stays as it is",
+                                 fix=f"leave --{option} out (edit the file to change it)")
+
+
+def _quote(args: argparse.Namespace, corpus: dict[str, Any], *, category: str = "factoid") -> Any:
+    """The proposal of ``--document`` and ``--search`` to quote (``--choose``, or ``--shortest``), the proposals
+    printed, numbered."""
+    import json
+
+    from groundkit.corpus.authoring import elsewhere, propose, shortest
+    from groundkit.errors import JudgmentsError
+
+    for option in ("document", "search"):
+        if not getattr(args, option):
+            raise JudgmentsError(f"--{option}", f"is required for a {category} judgment" if args.to is None else
+                                 "is required to add a quote",
+                                 fix="name the document that answers the query and a few of its words (--search)")
+    document = corpus.get(args.document)
+    if document is None:
+        raise JudgmentsError("--document", f"{args.document!r} is not a document of the corpus {args.corpus}"
+                             + _did_you_mean(args.document, corpus),
+                             fix="give its path relative to the corpus folder, as judgments name it")
+    if args.shortest and args.choose is not None:
+        raise JudgmentsError("--shortest", "and --choose both pick a proposal", fix="give one of them")
+    proposals = propose(document, args.search)
+    if not proposals:
+        raise JudgmentsError("--search", f"no run of words around {args.search!r} occurs only once in "
+                             f"{args.document!r}", fix="search for words of a passage the document holds once")
+    for number, proposal in enumerate(proposals, start=1):
+        also = elsewhere(proposal.quote, document.path, corpus)
+        note = f"; also in {', '.join(also)}: add those as gold quotes too" if also else ""
+        print(f"{number}. {json.dumps(proposal.quote, ensure_ascii=False)} (line:col {proposal.place}{note})")
+    if args.shortest:
+        chosen = shortest(document, args.search)
+        if chosen is None:
+            raise JudgmentsError("--search", f"no run of words around {args.search!r} occurs only once in "
+                                 f"{args.document!r}", fix="search for words of a passage the document holds once")
+    else:
+        choose = 1 if args.choose is None else args.choose
+        if not 1 <= choose <= len(proposals):
+            raise JudgmentsError("--choose", f"is {choose}; there are {len(proposals)} proposals",
+                                 fix=f"choose a number from 1 to {len(proposals)}")
+        chosen = proposals[choose - 1]
+    return chosen
+
+
+def _did_you_mean(name: str, known: Any) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"; did you mean {near[0]!r}?" if near else ""
 
 def _cmd_judgments_repair(args: argparse.Namespace) -> int:
     import contextlib
@@ -99,8 +159,8 @@ def _cmd_judgments_repair(args: argparse.Namespace) -> int:
 def _repair(args: argparse.Namespace, corpus: dict[str, Any], threshold: float) -> int:
     import json
 
-    from groundkit.corpus.authoring import apply_repairs, repairs, word_diff
     from groundkit.corpus.judgments import load_judgments
+    from groundkit.corpus.repair import apply_repairs, repairs, word_diff
     from groundkit.errors import JudgmentsError
 
     judgments = load_judgments(args.judgments)
@@ -124,11 +184,14 @@ def _repair(args: argparse.Namespace, corpus: dict[str, Any], threshold: float) 
         print(f"  similarity {r.similarity:.3f} at line:col {r.place}: {verdict}")
     if args.write:
         apply_repairs(args.judgments, judgments, accepted)
-    left = len(found) - (len(accepted) if args.write else 0)
-    done = f"{len(accepted)} applied" if args.write else f"--write would apply {len(accepted)}"
-    print(f"{len(found)} quote(s) do not resolve; {done} (similarity at least {threshold:g}); {left} left",
-          file=sys.stderr)
-    if left and not args.write:
+    left = len(found) - len(accepted)
+    if args.write:
+        done = f"{len(accepted)} applied (similarity at least {threshold:g}), {left} left for a person"
+    else:
+        done = (f"--write would apply {len(accepted)} (similarity at least {threshold:g}) and leave {left} for a "
+                "person")
+    print(f"{len(found)} quote(s) do not resolve; {done}", file=sys.stderr)
+    if not args.write:
         return 1
     if left:
         raise JudgmentsError(args.judgments, f"{left} quote(s) still do not resolve",
@@ -240,11 +303,14 @@ def _cmd_pool(args: argparse.Namespace) -> int:
         (work / pooling.REVIEW_CSV).write_text(pooling.review_csv(result), encoding="utf-8", newline="\n")
         (work / pooling.JUDGED).write_text(pooling.judged_json(result), encoding="utf-8", newline="\n")
     pooled = sum(len(found) for found in result.candidates.values())
+    reviewed = sum(1 for m in result.marks.values() if m.reviewed)
     width = max(len(name) for name in result.judged)
     for name, figures in result.judged.items():
         print(f"{name:<{width}}  judged {figures['judged']:.4f} in the top {args.depth}, over {figures['queries']} "
               "queries")
-    print(f"{pooled} passages to review written to {out / pooling.REVIEW_MD} and {out / pooling.REVIEW_CSV}")
+    left = "all reviewed" if reviewed == pooled else f"{pooled - reviewed} to review"
+    print(f"{pooled} passage{'s' if pooled != 1 else ''} pooled, {left}: {out / pooling.REVIEW_MD} and "
+          f"{out / pooling.REVIEW_CSV}")
     if result.stale_marks:
         print(f"note: {result.stale_marks} earlier mark(s) dropped: their passage's text changed", file=sys.stderr)
     if result.carried:
@@ -254,7 +320,7 @@ def _cmd_pool(args: argparse.Namespace) -> int:
 
 
 def _repair_threshold() -> float:
-    from groundkit.corpus.authoring import REPAIR_THRESHOLD
+    from groundkit.corpus.repair import REPAIR_THRESHOLD
 
     return REPAIR_THRESHOLD
 
@@ -272,19 +338,27 @@ def add(commands: Any) -> None:
     fmt.add_argument("--judgments", required=True, help="judgments JSONL file")
     fmt.set_defaults(handler=_cmd_judgments_fmt)
     add = actions.add_parser(
-        "add", help="propose verbatim quotes around a search string and insert a judgment with the next id",
-        description="Finds --search in --document (verbatim, else ignoring case and line breaks), proposes quotes "
-        "around it that occur exactly once there, and inserts a judgment quoting proposal --choose at its place "
-        "in id order; every other line is left as it was.")
+        "add", help="quote a passage: insert a judgment with the next id, or add a quote to an existing one",
+        description="Finds --search in --document (verbatim, else ignoring case and line breaks) and proposes quotes "
+        "around it that occur exactly once there: its whole sentence first, then the shortest unique run of words. "
+        "Inserts a judgment quoting proposal --choose (default 1, the sentence) at its place in id order; with --to, "
+        "appends the quote to that judgment's gold (or, with --replace N, puts it in place of gold quote N). Every "
+        "other line is left as it was.")
     add.add_argument("--corpus", required=True, help="directory of documents")
     add.add_argument("--judgments", required=True, help="judgments JSONL file (created if missing)")
-    add.add_argument("--query", required=True, help="the question, as a user would ask it")
+    add.add_argument("--query", help="the question, as a user would ask it (a new judgment)")
     add.add_argument("--document", help="the document that answers it (path relative to --corpus)")
     add.add_argument("--search", help="a few words of the answering passage")
-    add.add_argument("--category", default="factoid", choices=[c.value for c in categories()],
+    add.add_argument("--category", default=None, choices=[c.value for c in categories()],
                      help="what the judgment tests (default factoid)")
     add.add_argument("--id", help="the query_id (default: the next free number, e.g. q163 after q162)")
-    add.add_argument("--choose", type=int, default=1, help="which proposal to quote (default 1)")
+    add.add_argument("--to", metavar="QUERY_ID", help="add the quote to this existing judgment instead (a second "
+                     "passage of a multi_passage answer, say)")
+    add.add_argument("--replace", type=int, metavar="N", help="with --to: replace its gold quote N (from 1) instead "
+                     "of appending; the quote's grade is kept")
+    add.add_argument("--choose", type=int, default=None, help="which proposal to quote (default 1: the sentence)")
+    add.add_argument("--shortest", action="store_true",
+                     help="quote the shortest run of words around --search that occurs once, not the sentence")
     add.add_argument("--dry-run", action="store_true", help="print the proposals and the line, write nothing")
     add.set_defaults(handler=_cmd_judgments_add)
     repair = actions.add_parser(

@@ -1,4 +1,4 @@
-"""Writing and keeping judgments: ``groundkit judgments check | fmt | add | repair``.
+"""Writing and keeping judgments: ``groundkit judgments check | fmt | add`` (``repair`` is groundkit/corpus/repair.py).
 
 * ``check`` is what CI runs: the file loads (ids unique and ascending), every
   quote resolves exactly once, and the file is in canonical form.
@@ -7,16 +7,11 @@
   file changes no byte, so it is safe in a pre-commit hook.
 * ``add`` turns a query, a document and a search string into a judgment: it
   finds the search string in the document, proposes verbatim quotes around it
-  that occur exactly once there, and inserts the judgment at its place in the
-  file with the next free id, leaving every other line as it was.
-* ``repair`` re-anchors quotes that no longer resolve after a document was
-  edited: for each, the most similar passage of the document's current text,
-  with a word diff and its similarity. ``--write`` applies only proposals at
-  or above ``REPAIR_THRESHOLD``; the rest are left for a person, and so is a
-  proposal that is not an edit of the quote but another fact: one that
-  overlaps another gold quote, one the document already held when the quote
-  still resolved, or any proposal for a quote that now occurs in another
-  document (the sentence moved there).
+  that occur exactly once there (the whole sentence first, then the shortest
+  unique run of words), and inserts the judgment at its place in the file with
+  the next free id, leaving every other line as it was. Given an existing
+  judgment (``--to``), it appends the quote to that judgment's gold, or replaces
+  one of its quotes, rewriting only that line.
 
 Quotes are located with the span resolver (:func:`groundkit.corpus.passage.locate_once`,
 behind ``groundkit.corpus.spans``), so a proposal resolves exactly as the pipeline will.
@@ -42,19 +37,10 @@ from groundkit._atomic import atomic_write_text
 from groundkit._text import decode_utf8_lf
 from groundkit._validation import describe
 from groundkit.corpus.audit import normalise
-from groundkit.corpus.judgments import GoldSpan, Judgment, load_judgments
+from groundkit.corpus.judgments import Category, GoldSpan, Judgment, load_judgments
 from groundkit.corpus.passage import Document, NotOnce, line_col, locate_once
 from groundkit.corpus.spans import resolve_judgments
-from groundkit.corpus.tokenizing import make_content_tokenizer
 from groundkit.errors import JudgmentsError
-
-REPAIR_THRESHOLD = 0.8
-"""The similarity at or above which ``repair --write`` applies a proposal.
-
-Similarity is difflib's ratio, 2M / T, with M the characters the old and new quote share (in order)
-and T the characters of both. 0.8 lets a few words change in a sentence-long quote (a number, a
-unit, a rephrased clause) and refuses a proposal that is mostly other text.
-"""
 
 MAX_EXTRA_WORDS = 40
 """The most words ``add`` and ``repair`` add around a passage to make it occur exactly once."""
@@ -188,7 +174,7 @@ class Proposal:
         return line_col(self.document.text, self.start)
 
 
-def _words(text: str) -> list[tuple[int, int]]:
+def words(text: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in _WORD.finditer(text)]
 
 
@@ -199,7 +185,7 @@ def unique_around(document: Document, start: int, end: int) -> Proposal | None:
     words first, after the end before the start; across the sentence's ends only if that fails.
     At most ``MAX_EXTRA_WORDS`` are added.
     """
-    text, spans = document.text, _words(document.text)
+    text, spans = document.text, words(document.text)
     found = locate_once(document, text[start:end])
     if not isinstance(found, NotOnce):
         return Proposal(document, found.start, found.end)
@@ -208,7 +194,7 @@ def unique_around(document: Document, start: int, end: int) -> Proposal | None:
     if first >= len(spans):
         return None
     last = max(first, bisect.bisect_left(starts, end) - 1)
-    left, right = _sentence(text, start, end)
+    left, right = sentence(text, start, end)
     lo, hi = min(bisect.bisect_left(starts, left), first), max(bisect.bisect_left(ends, right), last)
     for within in (True, False):
         for total in range(MAX_EXTRA_WORDS + 1):
@@ -223,7 +209,7 @@ def unique_around(document: Document, start: int, end: int) -> Proposal | None:
     return None
 
 
-def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
+def sentence(text: str, start: int, end: int) -> tuple[int, int]:
     """The sentence (or paragraph line) holding ``[start, end)``, without surrounding whitespace."""
     left = 0
     for match in _SENTENCE_END.finditer(text, 0, start):
@@ -253,12 +239,26 @@ def find(document: Document, search: str) -> list[tuple[int, int]]:
 def propose(document: Document, search: str, *, limit: int = 5) -> list[Proposal]:
     """Verbatim quotes of ``document`` around ``search`` that occur there exactly once, best first.
 
-    For each place ``search`` occurs (at most ``limit``): the shortest unique run of whole words covering
-    it, then its whole sentence when that is unique, different and at most ``MAX_SENTENCE`` characters.
+    For each place ``search`` occurs (at most ``limit``): its whole sentence, when that is unique (or made so
+    with the fewest words around it) and at most ``MAX_SENTENCE`` characters, then the shortest unique run of
+    whole words covering it. A quote should hold the sentence (evals/README.md says why); the fragment is there
+    for a sentence too long to quote.
 
     Raises:
         JudgmentsError: ``search`` is empty or does not occur in the document.
     """
+    return [proposal for pair in _proposals(document, search, limit) for proposal in pair if proposal is not None]
+
+
+def shortest(document: Document, search: str) -> Proposal | None:
+    """The shortest unique run of whole words around the first place ``search`` occurs (``add --shortest``)."""
+    whole, fragment = _proposals(document, search, 1)[0]
+    return fragment or whole  # None when the shortest unique run is the sentence itself
+
+
+def _proposals(document: Document, search: str, limit: int) -> list[tuple[Proposal | None, Proposal | None]]:
+    """``(sentence, shortest)`` for each of the first ``limit`` places ``search`` occurs; a proposal already made
+    for an earlier place (or equal to its pair's sentence) is None."""
     if not search.strip():
         raise JudgmentsError("--search", "is empty", fix="give a few words of the passage that answers the query")
     hits = find(document, search.strip())
@@ -266,7 +266,8 @@ def propose(document: Document, search: str, *, limit: int = 5) -> list[Proposal
         raise JudgmentsError("--search", f"{search!r} does not occur in {document.path!r}, not even ignoring case "
                              "and line breaks",
                              fix="give words the document holds (case and line breaks may differ), or check --document")
-    proposals: list[Proposal] = []
+    found: list[tuple[Proposal | None, Proposal | None]] = []
+    seen: set[str] = set()
     text = document.text
     for start, end in hits[:limit]:
         # Whole words: a search string may begin or end inside one (punctuation beside it stays out).
@@ -274,13 +275,17 @@ def propose(document: Document, search: str, *, limit: int = 5) -> list[Proposal
             start -= 1
         while end < len(text) and (text[end].isalnum() or text[end] == "_"):
             end += 1
-        shortest = unique_around(document, start, end)
-        left, right = _sentence(document.text, start, end)
-        sentence = unique_around(document, left, right) if right - left <= MAX_SENTENCE else None
-        for proposal in (shortest, sentence):
-            if proposal is not None and all(p.quote != proposal.quote for p in proposals):
-                proposals.append(proposal)
-    return proposals
+        left, right = sentence(text, start, end)
+        whole = unique_around(document, left, right) if right - left <= MAX_SENTENCE else None
+        pair = []
+        for proposal in (whole, unique_around(document, start, end)):
+            if proposal is not None and proposal.quote not in seen:
+                seen.add(proposal.quote)
+                pair.append(proposal)
+            else:
+                pair.append(None)
+        found.append((pair[0], pair[1]))
+    return found
 
 
 def elsewhere(quote: str, document: str, corpus: Mapping[str, Document]) -> list[str]:
@@ -355,221 +360,65 @@ def insert(path: Path, judgments: Sequence[Judgment], new: Judgment) -> int:
     return index + 1
 
 
-# --- repair
+def amended(path: Path, judgments: Sequence[Judgment], query_id: str, quote: Proposal, *,
+            replace: int | None = None) -> Judgment:
+    """Judgment ``query_id`` of ``path`` with ``quote`` appended to its gold, or put in place of its quote number
+    ``replace`` (from 1, keeping that quote's grade); its ``line`` is the judgment's line in the file.
 
-
-@dataclass(frozen=True)
-class Repair:
-    """A gold quote of judgment ``query_id`` that does not resolve, and what could replace it.
-
-    Attributes:
-        index: Position of the quote in the judgment's gold list.
-        problem: Why it does not resolve, as the resolver says it.
-        proposal: The nearest unique passage of the current text, or None when there is none to offer.
-        similarity: difflib's ratio between the old quote and the proposal (0 without one).
+    Raises:
+        JudgmentsError: no such judgment, a no_answer one, no quote number ``replace``, or another of its quotes
+            that overlaps this one (it would mark no other passage relevant: widen that quote instead).
     """
-
-    query_id: str
-    line: int
-    index: int
-    document: str
-    quote: str
-    problem: str
-    proposal: str | None
-    similarity: float
-    place: str = ""
-    held: str = ""
-    """Why the proposal is left for a person whatever its similarity (empty: it applies at the threshold)."""
-
-    def applies(self, threshold: float) -> bool:
-        return self.proposal is not None and not self.held and self.similarity >= threshold
-
-
-def similarity(old: str, new: str) -> float:
-    """difflib's ratio of two strings: 2M / T (1.0 equal, 0.0 nothing in common)."""
-    return difflib.SequenceMatcher(None, old, new, autojunk=False).ratio()
-
-
-def _trim_to_quote(quote: str, text: str, start: int, end: int) -> tuple[int, int]:
-    """Drop punctuation at either end of ``text[start:end]`` that the quote does not have at that end."""
-    while end > start + 1 and not text[end - 1].isalnum() and quote[-1:].isalnum():
-        end -= 1
-    while start < end - 1 and not text[start].isalnum() and quote[:1].isalnum():
-        start += 1
-    return start, end
-
-
-def nearest(quote: str, document: Document, *, starts: int = 10) -> tuple[int, int, float] | None:
-    """The run of whole words of ``document`` most similar to ``quote``: ``(start, end, similarity)``.
-
-    Windows as long as the quote (in words) are ranked by how many of the quote's words they hold;
-    the best ``starts`` are compared by similarity, and the winner's ends are then moved a word at
-    a time while that raises the similarity (an edit may lengthen or shorten the passage).
-    """
-    text, spans = document.text, _words(document.text)
-    if not spans:
-        return None
-    wanted = {w.lower() for w in quote.split()}
-    n = min(len(quote.split()), len(spans))
-    hits = [0]
-    for s, e in spans:
-        hits.append(hits[-1] + (text[s:e].lower() in wanted))
-    ranked = sorted(range(len(spans) - n + 1), key=lambda i: (-(hits[i + n] - hits[i]), i))[:starts]
-
-    def score(first: int, last: int) -> float:
-        return similarity(quote, text[spans[first][0] : spans[last][1]])
-
-    best = max((score(i, i + n - 1), -i, i) for i in ranked)
-    value, first, last = best[0], best[2], best[2] + n - 1
-    improved = True
-    while improved:
-        improved = False
-        for a, b in ((first - 1, last), (first + 1, last), (first, last + 1), (first, last - 1)):
-            if 0 <= a <= b < len(spans) and (candidate := score(a, b)) > value:
-                value, first, last, improved = candidate, a, b, True
-                break
-    first, last = _whole_phrase(quote, text, spans, first, last)
-    start, end = _trim_to_quote(quote, text, spans[first][0], spans[last][1])
-    return start, end, similarity(quote, text[start:end])
-
-
-def _whole_phrase(quote: str, text: str, spans: Sequence[tuple[int, int]], first: int, last: int) -> tuple[int, int]:
-    """Widen words ``first..last`` to a phrase boundary at an end where the quote's own word was replaced.
-
-    Similarity alone would end "run hourly" -> "run every hour" at "run every": a shorter
-    replacement always scores higher. An edited end is instead carried on to the next punctuation,
-    line break or function word ("and", "of", ...), where a phrase ends.
-    """
-    words = quote.split()
-    content = make_content_tokenizer()
-
-    def word(i: int) -> str:
-        return text[spans[i][0] : spans[i][1]]
-
-    def ends_phrase(i: int) -> bool:
-        if i + 1 >= len(spans) or not word(i)[-1].isalnum() or "\n" in text[spans[i][1] : spans[i + 1][0]]:
-            return True
-        return not content(word(i + 1))
-
-    def starts_phrase(i: int) -> bool:
-        if i == 0 or word(i - 1)[-1] in ".!?;:" or "\n" in text[spans[i - 1][1] : spans[i][0]]:
-            return True
-        return not content(word(i - 1))
-
-    limit = len(words)
-    if word(last).lower().rstrip(".,;:!?") != words[-1].lower().rstrip(".,;:!?"):
-        for _ in range(limit):
-            if ends_phrase(last):
-                break
-            last += 1
-    if word(first).lower() != words[0].lower():
-        for _ in range(limit):
-            if starts_phrase(first):
-                break
-            first -= 1
-    return first, last
-
-
-def repairs(judgments: Sequence[Judgment], corpus: Mapping[str, Document], *,
-            previous: Mapping[str, str] | None = None) -> list[Repair]:
-    """Every gold quote that does not resolve exactly once, with the nearest unique passage where there is one.
-
-    A proposal is only offered for a person to judge (:attr:`Repair.held`) when it is likely another fact than
-    the quote's, however similar: when it overlaps a quote of any judgment that still resolves (re-anchoring q1
-    on q2's answer), when ``previous`` (a document's text as it was when its quotes resolved, e.g. as git last
-    committed it) already held it beside the quote, or when the quote now occurs in another document.
-    """
-    anchored: dict[str, list[tuple[int, int, str]]] = {}
-    for judgment in judgments:
-        for index, gold in enumerate(judgment.gold):
-            document = corpus.get(gold.document)
-            if gold.quote is not None and document is not None:
-                located = locate_once(document, gold.quote)
-                if not isinstance(located, NotOnce):
-                    anchored.setdefault(gold.document, []).append(
-                        (located.start, located.end, f"{judgment.query_id}'s gold quote {index + 1}"))
-    found: list[Repair] = []
-    for judgment in judgments:
-        for index, gold in enumerate(judgment.gold):
-            if gold.quote is None:
-                continue
-            common = {"query_id": judgment.query_id, "line": judgment.line, "index": index,
-                      "document": gold.document, "quote": gold.quote}
-            document = corpus.get(gold.document)
-            if document is None:
-                found.append(Repair(**common, problem="the document is not in the corpus (renamed or deleted?)",
-                                    proposal=None, similarity=0.0))
-                continue
-            located = locate_once(document, gold.quote)
-            if not isinstance(located, NotOnce):
-                continue
-            if located.count > 1:
-                found.append(Repair(**common, problem=f"occurs {located.count} times ({located.detail}); only a "
-                                    "person can tell which one was meant", proposal=None, similarity=0.0))
-                continue
-            near = nearest(gold.quote, document)
-            proposal = unique_around(document, near[0], near[1]) if near is not None else None
-            if proposal is None:
-                found.append(Repair(**common, problem="not found, and no passage of the document is near it",
-                                    proposal=None, similarity=0.0))
-                continue
-            before = None if previous is None else previous.get(gold.document)
-            found.append(Repair(**common, problem="not found", proposal=proposal.quote,
-                                similarity=similarity(gold.quote, proposal.quote), place=proposal.place,
-                                held=_another_fact(gold.quote, proposal, anchored, corpus, before)))
-    return found
-
-
-def _another_fact(quote: str, proposal: Proposal, anchored: Mapping[str, Sequence[tuple[int, int, str]]],
-                  corpus: Mapping[str, Document], before: str | None) -> str:
-    """Why ``proposal`` is likely not ``quote`` edited but another fact of the document; empty if nothing says so."""
-    path = proposal.document.path
-    moved = [other for other, document in sorted(corpus.items()) if other != path and quote in document.text]
-    if moved:
-        return (f"the quote now occurs in {', '.join(moved)}: the sentence moved; if it still answers, point the "
-                "gold quote at that document")
-    for start, end, label in anchored.get(path, ()):
-        if start < proposal.end and proposal.start < end:
-            return f"the passage overlaps {label}, another fact of the document"
-    if before is not None and before.count(quote) == 1 and proposal.quote in before:
-        return ("the document held this passage already when the quote still resolved (as committed): it is "
-                "another sentence, not the quote's edited text")
-    return ""
-
-
-def word_diff(old: str, new: str) -> str:
-    """``old`` turned into ``new`` word by word, git's ``--word-diff=plain`` style: ``[-gone-]{+added+}``."""
-    a, b = old.split(), new.split()
-    parts: list[str] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            parts.append(" ".join(a[i1:i2]))
+    by_id = {j.query_id: j for j in judgments}
+    judgment = by_id.get(query_id)
+    if judgment is None:
+        near = difflib.get_close_matches(query_id, list(by_id), n=1)
+        raise JudgmentsError("--to", f"{query_id!r} is not a judgment of {path}"
+                             + (f"; did you mean {near[0]!r}?" if near else ""),
+                             fix="name the query_id of an existing judgment, or leave --to out to add a new one")
+    if judgment.category is Category.NO_ANSWER:
+        raise JudgmentsError("--to", f"{query_id!r} is a no_answer judgment (line {judgment.line}): a gold quote would "
+                             "make it answerable", fix="change its category in the file first, or quote into another "
+                             "judgment")
+    quotes = list(judgment.gold)
+    gold = GoldSpan(document=quote.document.path, quote=quote.quote)
+    if replace is not None:
+        if not 1 <= replace <= len(quotes):
+            raise JudgmentsError("--replace", f"is {replace}; {query_id} has {len(quotes)} gold "
+                                 f"quote{'s' if len(quotes) != 1 else ''}",
+                                 fix=f"give the number of the quote to replace, 1 to {len(quotes)} in the order "
+                                     "of its gold list" if quotes else "leave --replace out to append the quote")
+        gold = gold.model_copy(update={"grade": quotes[replace - 1].grade})
+    for number, other in enumerate(quotes, start=1):
+        if number == replace or other.document != gold.document:
             continue
-        if i2 > i1:
-            parts.append(f"[-{' '.join(a[i1:i2])}-]")
-        if j2 > j1:
-            parts.append(f"{{+{' '.join(b[j1:j2])}+}}")
-    return " ".join(parts)
+        where = locate_once(quote.document, other.quote) if other.quote is not None else None
+        if other.quote is None or (not isinstance(where, NotOnce) and where.start < quote.end
+                                   and quote.start < where.end):
+            what = "the whole document" if other.quote is None else "part of this passage"
+            raise JudgmentsError("--search", f"{query_id}'s gold {number} already quotes {what} of {gold.document}: "
+                                 "a second quote there would mark no other passage relevant",
+                                 fix=f"to quote this passage instead, add --replace {number}; else quote another "
+                                     "passage")
+    if replace is not None:
+        quotes[replace - 1] = gold
+    else:
+        quotes.append(gold)
+    changed = Judgment.model_validate({"query_id": judgment.query_id, "query": judgment.query,
+                                       "category": judgment.category, "gold": quotes,
+                                       "exclude_documents": judgment.exclude_documents})
+    changed._line = judgment.line  # where it is written back
+    return changed
 
 
-def apply_repairs(path: str | Path, judgments: Sequence[Judgment], accepted: Sequence[Repair]) -> None:
-    """Replace the quotes of ``accepted`` in ``path`` (atomically); lines without a repair stay as they were.
+def replace_line(path: Path, changed: Judgment) -> None:
+    """Write ``changed`` over its own line of ``path`` (:func:`amended`'s judgment), every other line unchanged.
 
-    ``judgments`` must be the file's judgments as read under the same :func:`locked` as this call.
+    The file must be the one read under the same :func:`locked` as this call.
     """
-    path = Path(path)
-    if not accepted:
-        return
-    by_line: dict[int, dict[int, str]] = {}
-    for repair in accepted:
-        if repair.proposal is not None:
-            by_line.setdefault(repair.line, {})[repair.index] = repair.proposal
     lines = path.read_text(encoding="utf-8").split("\n")
-    for judgment in judgments:
-        new = by_line.get(judgment.line)
-        if not new:
-            continue
-        gold = [g.model_copy(update={"quote": new[i]}) if i in new else g for i, g in enumerate(judgment.gold)]
-        lines[judgment.line - 1] = judgment.model_copy(update={"gold": gold}).to_json()
+    lines[changed.line - 1] = changed.to_json()
     rewrite(path, "\n".join(lines))
 
+
+# --- repair

@@ -252,7 +252,8 @@ def parse_judgments(path: Path, data: bytes, *, ordered: bool = True) -> list[Ju
                 path,
                 f"query_id {judgment.query_id!r} comes after {judgments[-1].query_id!r} "
                 f"(line {judgments[-1].line}); ids must be in ascending order",
-                fix="keep the file sorted by query_id (plain string order); groundkit never re-sorts it",
+                fix=f"sort it: `groundkit judgments fmt --judgments {path}` rewrites the file sorted by query_id "
+                    "(plain string order); nothing else re-sorts it, so a run never reads an order you did not write",
                 line=number,
             )
         first_line[judgment.query_id] = number

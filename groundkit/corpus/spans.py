@@ -4,8 +4,10 @@ A quote must occur exactly once in its document's current text. Zero and
 several matches are both errors: the first means the label broke (the
 document was edited, or the quote is not verbatim), the second means the
 label is ambiguous. Both fail the run before any chunking or indexing.
-A whole-document gold span resolves to ``[0, len(text))``, so every chunk
-of its document is relevant.
+A whole-document gold span resolves to the document's text without its
+leading and trailing whitespace, which is exactly what a chunk of the whole
+document holds (chunks never begin or end with whitespace), so every chunk of
+its document is relevant and the report sees the span held whole.
 """
 
 from __future__ import annotations
@@ -51,10 +53,7 @@ class ResolvedSpan(Passage):
     @model_validator(mode="after")
     def _span_fits_quote(self) -> ResolvedSpan:
         # A hand-edited offset in gold_spans.jsonl would silently move relevance; the length catches most edits.
-        if self.quote is None:
-            if self.start != 0:
-                raise ValueError(f"a whole-document span must start at 0, not at {self.start}")
-        elif self.end - self.start != len(self.quote):
+        if self.quote is not None and self.end - self.start != len(self.quote):
             raise ValueError(f"span [{self.start}, {self.end}) is not as long as its quote ({len(self.quote)})")
         return self
 
@@ -82,7 +81,10 @@ def resolve_gold_span(
         SpanError: the quote occurs zero times or more than once.
     """
     if gold.quote is None:
-        return ResolvedSpan(document=gold.document, quote=None, start=0, end=len(document.text), grade=gold.grade)
+        # What a chunk can hold: no document is only whitespace (the corpus loader refuses one), so it is not empty.
+        text = document.text
+        start = len(text) - len(text.lstrip())
+        return ResolvedSpan(document=gold.document, quote=None, start=start, end=len(text.rstrip()), grade=gold.grade)
     quote, text = gold.quote, document.text
     where = f"judgment {judgment.query_id!r}, document {gold.document!r}"
     if len(quote) > len(text):
@@ -144,25 +146,59 @@ def resolve_judgments(
     judgments_path: str | Path = "judgments.jsonl",
     corpus_root: str | Path = "corpus",
 ) -> list[ResolvedJudgment]:
-    """Resolve every gold quote of every judgment; the first failure raises."""
+    """Resolve every gold quote of every judgment.
+
+    Raises:
+        SpanError: every quote that does not resolve (and every document a judgment names that is not in the
+            corpus), in one message: one edit of a document often breaks several, and ``judgments repair``
+            proposes the new text of all of them.
+    """
     resolved = []
+    broken: list[SpanError] = []
     for judgment in judgments:
         spans = []
         for gold in judgment.gold:
-            _check_document_path(judgment, gold.document, judgments_path, "gold.document")
-            document = documents.get(gold.document)
-            if document is None:
-                raise _missing_document(judgment, gold.document, judgments_path, corpus_root, "gold.document")
-            spans.append(resolve_gold_span(judgment, gold, document, judgments_path=judgments_path))
+            try:
+                _check_document_path(judgment, gold.document, judgments_path, "gold.document")
+                document = documents.get(gold.document)
+                if document is None:
+                    raise _missing_document(judgment, gold.document, judgments_path, corpus_root, "gold.document")
+                spans.append(resolve_gold_span(judgment, gold, document, judgments_path=judgments_path))
+            except SpanError as exc:
+                broken.append(exc)
         # An excluded document that is not in the corpus would exclude nothing: a typo must not pass silently.
         for name in judgment.exclude_documents:
-            _check_document_path(judgment, name, judgments_path, "exclude_documents")
-            if name not in documents:
-                raise _missing_document(judgment, name, judgments_path, corpus_root, "exclude_documents")
-        resolved.append(ResolvedJudgment(query_id=judgment.query_id, query=judgment.query,
-                                         category=judgment.category, spans=spans,
-                                         exclude_documents=judgment.exclude_documents))
+            try:
+                _check_document_path(judgment, name, judgments_path, "exclude_documents")
+                if name not in documents:
+                    raise _missing_document(judgment, name, judgments_path, corpus_root, "exclude_documents")
+            except SpanError as exc:
+                broken.append(exc)
+        if not broken:
+            resolved.append(ResolvedJudgment(query_id=judgment.query_id, query=judgment.query,
+                                             category=judgment.category, spans=spans,
+                                             exclude_documents=judgment.exclude_documents))
+    if broken:
+        raise _unresolved(broken, judgments_path, corpus_root)
     return resolved
+
+
+def _unresolved(broken: Sequence[SpanError], judgments_path: str | Path, corpus_root: str | Path) -> SpanError:
+    """One error for every quote that does not resolve, naming ``judgments repair`` where it can help."""
+    repair = (f"`groundkit judgments repair --corpus {Path(corpus_root).as_posix()} --judgments "
+              f"{Path(judgments_path).as_posix()}` proposes the current text of each quote a document edit broke "
+              "(--write applies those close enough)")
+    quotes = [e for e in broken if e.key is None]  # a quote's own problem; a key names a document path
+    if len(broken) == 1:
+        (error,) = broken
+        fix = f"{error.fix}; or {repair}" if quotes else error.fix
+        return SpanError(error.path, error.problem, fix=fix, line=error.line, key=error.key)
+    what = "gold quotes" if len(quotes) == len(broken) else "gold quotes and document names"
+    listing = "".join(f"\n  {f'line {e.line}: ' if e.line else ''}{e.problem}" for e in broken)
+    return SpanError(judgments_path, f"{len(broken)} {what} do not resolve:{listing}",
+                     line=broken[0].line,
+                     fix=f"{repair}; or copy each quote character for character from its document's current "
+                         "text, and name documents by their path relative to the corpus root")
 
 
 def graded_passages(spans: Iterable[ResolvedSpan], locator: PassageLocator) -> dict[str, int]:

@@ -6,13 +6,15 @@ every retriever that finds it is penalised. TREC's answer is pooling: take the t
 results of several runs, and have a person judge every one nobody judged yet. Here that is:
 
 * ``review.md`` and ``review.csv``: per query, each passage of the runs' top ``depth`` that
-  overlaps no gold span, with the runs and ranks that returned it and its text. A reviewer who
-  finds the answer in one adds a gold quote to the judgments (``groundkit judgments add``); either
-  way, they mark it reviewed: ``yes`` in the ``reviewed`` column of review.csv (empty: not yet).
-  A ``note`` column is free text.
+  overlaps no gold span, with the runs and ranks that returned it and its text. Passages of one
+  document that overlap (the same text cut by two chunkings, or two overlapping windows) are one
+  row: the text they cover together, read once, with every run that ranked a part of it. A
+  reviewer who finds the answer in one adds a gold quote to the judgments (``groundkit judgments
+  add``); either way, they mark it reviewed: ``yes`` in the ``reviewed`` column of review.csv
+  (empty: not yet). A ``note`` column is free text.
 * ``judged.json``: for each run, ``judged`` (judged@k, k being ``depth``), the mean over queries that retrieved
   anything of the share of the top k passages (or of all, if fewer) that overlap a gold span or
-  are marked reviewed. 1.0 means every passage that run showed a reader was looked at by someone.
+  lie in a row marked reviewed. 1.0 means every passage that run showed a reader was looked at by someone.
 
 Pooling again into the same ``--out`` (with ``--force``) carries the marks and notes of its
 review.csv over, so a review is never lost: onto the passages still in the pool, and, for passages
@@ -74,7 +76,8 @@ class RankedRun:
 
 @dataclass
 class Candidate:
-    """A pooled passage: the runs that ranked it, and where."""
+    """A pooled passage, the text of one or more overlapping passages a run ranked: the runs that ranked a part
+    of it, and their best rank."""
 
     passage: Excerpt
     ranks: dict[str, int] = field(default_factory=dict)
@@ -82,6 +85,37 @@ class Candidate:
     @property
     def best_rank(self) -> int:
         return min(self.ranks.values())
+
+    def absorb(self, other: Candidate) -> None:
+        """Take in ``other``, a passage of the same document that overlaps this one."""
+        a, b = sorted((self.passage, other.passage), key=lambda p: (p.start, p.end))
+        text = a.text + b.text[a.end - b.start:] if b.end > a.end else a.text
+        self.passage = Excerpt(document=a.document, start=a.start, end=max(a.end, b.end), text=text)
+        for name, rank in other.ranks.items():
+            self.ranks[name] = min(rank, self.ranks.get(name, rank))
+
+
+def merged(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The candidates of one query with every group of overlapping passages of a document made one.
+
+    The overlap is the relevance rule's (a shared character), so one review covers every passage a later gold
+    quote in that text would make relevant; runs are kept in the order they first ranked a part.
+    """
+    by_document: dict[str, list[Candidate]] = {}
+    for candidate in candidates:
+        by_document.setdefault(candidate.passage.document, []).append(candidate)
+    out: list[Candidate] = []
+    for group in by_document.values():
+        group.sort(key=lambda c: (c.passage.start, c.passage.end))
+        current = Candidate(group[0].passage, dict(group[0].ranks))
+        for candidate in group[1:]:
+            if candidate.passage.start < current.passage.end:
+                current.absorb(candidate)
+            else:
+                out.append(current)
+                current = Candidate(candidate.passage, dict(candidate.ranks))
+        out.append(current)
+    return out
 
 
 @dataclass(frozen=True)
@@ -159,8 +193,10 @@ def pool(runs: Sequence[RankedRun], judgments: Sequence[ResolvedJudgment], depth
                     continue
                 key = (judgment.query_id, passage.document, passage.start, passage.end)
                 found.setdefault(key, Candidate(passage)).ranks.setdefault(run.name, rank)
-        pooled.update(found)
-        for key, candidate in found.items():
+        rows = merged(list(found.values()))
+        for candidate in rows:
+            key = (judgment.query_id, candidate.passage.document, candidate.passage.start, candidate.passage.end)
+            pooled.add(key)
             mark = marks.get(key)
             if mark is None:
                 continue
@@ -169,7 +205,7 @@ def pool(runs: Sequence[RankedRun], judgments: Sequence[ResolvedJudgment], depth
             else:
                 stale += 1
         candidates[judgment.query_id] = sorted(
-            found.values(), key=lambda c: (c.best_rank, -len(c.ranks), c.passage.document, c.passage.start))
+            rows, key=lambda c: (c.best_rank, -len(c.ranks), c.passage.document, c.passage.start))
     reviewed = {key for key, mark in kept.items() if mark.reviewed}
     for run in runs:
         shares = judged_at(run, judgments, depth, reviewed)
@@ -181,13 +217,16 @@ def pool(runs: Sequence[RankedRun], judgments: Sequence[ResolvedJudgment], depth
 def judged_at(run: RankedRun, judgments: Sequence[ResolvedJudgment], depth: int,
               reviewed: set[Key] | frozenset[Key] = frozenset()) -> dict[str, float]:
     """judged@depth of each query ``run`` retrieved anything for: the share of its top ``depth`` passages (all
-    of them, if fewer) that overlap a gold span or are marked reviewed (ir_measures' ``Judged@k``)."""
+    of them, if fewer) that overlap a gold span or lie within a row marked reviewed (ir_measures' ``Judged@k``)."""
+    rows: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for query_id, document, start, end in reviewed:
+        rows.setdefault((query_id, document), []).append((start, end))
     shares: dict[str, float] = {}
     for judgment in judgments:
         top = run.rankings.get(judgment.query_id, ())[:depth]
         if top:
-            seen = sum(1 for p in top if _overlaps_gold(p, judgment)
-                       or (judgment.query_id, p.document, p.start, p.end) in reviewed)
+            seen = sum(1 for p in top if _overlaps_gold(p, judgment) or any(
+                start <= p.start and p.end <= end for start, end in rows.get((judgment.query_id, p.document), ())))
             shares[judgment.query_id] = seen / len(top)
     return shares
 

@@ -9,17 +9,10 @@ from pathlib import Path
 import pytest
 
 from groundkit.cli import main
-from groundkit.corpus.authoring import (
-    REPAIR_THRESHOLD,
-    fmt,
-    next_query_id,
-    propose,
-    repairs,
-    unique_around,
-    word_diff,
-)
+from groundkit.corpus.authoring import fmt, next_query_id, propose, shortest, unique_around
 from groundkit.corpus.judgments import load_judgments
 from groundkit.corpus.passage import Document
+from groundkit.corpus.repair import REPAIR_THRESHOLD, repairs, word_diff
 from groundkit.errors import JudgmentsError
 
 BACKUP = ("Backups take a snapshot of every range.\n"
@@ -121,15 +114,19 @@ def test_check_passes_a_good_file_and_names_the_line_of_each_kind_of_problem(wor
 
 def test_proposals_are_whole_words_that_occur_once():
     document = Document(path="b.md", text=BACKUP)
-    # 'full backup' occurs twice; lengthened within its sentence, first after it, then before it.
+    # 'full backup' occurs twice: for each place, its sentence, then the shortest unique run of words around
+    # it, lengthened within its sentence, first after it, then before it.
     assert [p.quote for p in propose(document, "full backup")] == [
-        "full backup runs", "A full backup runs weekly on Sunday night.", "full backup first.",
-        "Restores read the newest full backup first."]
+        "A full backup runs weekly on Sunday night.", "full backup runs",
+        "Restores read the newest full backup first.", "full backup first."]
     # Case and line breaks may differ from the document; the quote is the document's own text.
     assert [p.quote for p in propose(document, "sunday\nNIGHT")] == [
-        "Sunday night", "A full backup runs weekly on Sunday night."]
+        "A full backup runs weekly on Sunday night.", "Sunday night"]
     # A search string cut inside words proposes the whole words.
-    assert propose(document, "ckups ru")[0].quote == "backups run"
+    assert propose(document, "ckups ru")[1].quote == shortest(document, "ckups ru").quote == "backups run"
+    # A search for the whole sentence: the sentence is the only proposal, and the shortest.
+    sentence = "Restores read the newest full backup first."
+    assert [p.quote for p in propose(document, sentence)] == [shortest(document, sentence).quote] == [sentence]
     assert unique_around(document, 0, 7).quote == "Backups"  # already unique: kept as it is
     with pytest.raises(JudgmentsError, match=r"does not occur in 'b\.md'"):
         propose(document, "monthly")
@@ -149,11 +146,11 @@ def test_add_inserts_the_judgment_with_the_next_id_and_leaves_other_lines_alone(
               "--document", "leases.md", "--search", "held by"]
     assert main([*common, "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[:2] == ['1. "held by" (line:col 1:12)',
-                                    '2. "A lease is held by one replica." (line:col 1:1)']
+    assert out.splitlines()[:2] == ['1. "A lease is held by one replica." (line:col 1:1)',
+                                    '2. "held by" (line:col 1:12)']
     assert judgments.read_text(encoding="utf-8").splitlines() == before
 
-    assert main([*common, "--choose", "2"]) == 0
+    assert main(common) == 0  # the sentence, by default
     new = ('{"query_id": "q5", "query": "which replica holds a lease", "category": "factoid", '
            '"gold": [{"document": "leases.md", "quote": "A lease is held by one replica."}]}')
     assert judgments.read_text(encoding="utf-8").splitlines() == [*before, new]
@@ -202,6 +199,71 @@ def test_add_refuses_bad_options_with_one_message(workspace, capsys, extra, wher
     assert judgments.read_bytes() == before
 
 
+def test_add_to_appends_a_quote_to_a_judgment_and_replace_puts_one_in_place_of_another(workspace, capsys):
+    corpus, judgments = workspace
+    before = judgments.read_text(encoding="utf-8").splitlines()
+    to_q4 = ["judgments", "add", *args(corpus, judgments), "--to", "q4"]
+    assert main([*to_q4, "--document", "leases.md", "--search", "held by", "--dry-run"]) == 0
+    assert judgments.read_text(encoding="utf-8").splitlines() == before
+    assert main([*to_q4, "--document", "leases.md", "--search", "held by"]) == 0
+    q4 = {"query_id": "q4", "query": "what does a restore read first", "category": "factoid",
+          "gold": [{"document": "ops/backup.md", "quote": "Restores read the newest full backup first"},
+                   {"document": "leases.md", "quote": "A lease is held by one replica."}]}
+    assert judgments.read_text(encoding="utf-8").splitlines() == [*before[:2], json.dumps(q4, ensure_ascii=False)]
+    assert capsys.readouterr().out.splitlines()[-1] == f"changed {judgments}:3: {json.dumps(q4)}"
+
+    # Quote 1 replaced by the shortest unique run around "newest full": its grade (here 1) stays.
+    assert main([*to_q4, "--replace", "1", "--document", "ops/backup.md", "--search", "newest full",
+                 "--shortest"]) == 0
+    q4["gold"][0]["quote"] = "newest full"
+    assert judgments.read_text(encoding="utf-8").splitlines() == [*before[:2], json.dumps(q4, ensure_ascii=False)]
+    assert main(["judgments", "check", *args(corpus, judgments)]) == 0
+
+
+def test_a_replaced_quote_keeps_its_grade(tmp_path):
+    from groundkit.corpus.authoring import Proposal, amended
+
+    path = tmp_path / "j.jsonl"
+    path.write_text(lines_of([{"query_id": "q1", "query": "q", "category": "factoid", "gold": [
+        {"document": "a.md", "quote": "old words", "grade": 3}]}]), encoding="utf-8")
+    document = Document(path="b.md", text="Some new words.\n")
+    changed = amended(path, load_judgments(path), "q1", Proposal(document, 5, 14), replace=1)
+    assert [(g.document, g.quote, g.grade) for g in changed.gold] == [("b.md", "new words", 3)]
+    assert changed.line == 1
+
+
+@pytest.mark.parametrize(("extra", "where", "what"), [
+    (["--to", "q5"], "--to", "'q5' is not a judgment of"),
+    (["--to", "qq4"], "--to", "did you mean 'q4'?"),
+    (["--to", "q4", "--query", "x"], "--query", "is not taken with --to"),
+    (["--to", "q4", "--category", "boundary"], "--category", "is not taken with --to"),
+    (["--replace", "1", "--query", "x"], "--replace", "needs --to"),
+    (["--to", "q4", "--replace", "2"], "--replace", "is 2; q4 has 1 gold quote"),
+    (["--to", "q4", "--search", "newest full backup first"], "--search",
+     "q4's gold 1 already quotes part of this passage of ops/backup.md"),
+    (["--to", "q4", "--search", "newest", "--shortest", "--choose", "1"], "--shortest", "both pick a proposal"),
+    (["--query", "x", "--document", "ops/backup.mdd", "--search", "x"], "--document", "did you mean 'ops/backup.md'?"),
+])
+def test_add_to_refuses_what_does_not_fit_with_one_message(workspace, capsys, extra, where, what):
+    corpus, judgments = workspace
+    before = judgments.read_bytes()
+    document = [] if "--document" in extra else ["--document", "ops/backup.md"]
+    search = [] if "--search" in extra else ["--search", "newest full backup"]
+    assert main(["judgments", "add", *args(corpus, judgments), *document, *search, *extra]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {where}") and what in err and "fix:" in err, err
+    assert judgments.read_bytes() == before
+
+
+def test_a_no_answer_judgment_takes_no_quote(tmp_path, workspace, capsys):
+    corpus, _ = workspace
+    path = tmp_path / "j.jsonl"
+    path.write_text(lines_of([{"query_id": "q1", "query": "bonsai", "category": "no_answer", "gold": []}]))
+    assert main(["judgments", "add", *args(corpus, path), "--to", "q1", "--document", "leases.md", "--search",
+                 "lease"]) == 1
+    assert "'q1' is a no_answer judgment (line 1): a gold quote would make it answerable" in capsys.readouterr().err
+
+
 # --- repair
 
 
@@ -225,7 +287,8 @@ def test_repair_proposes_the_new_text_of_each_quote_an_edit_broke(workspace, cap
     assert judgments.read_bytes() == before
     assert '  + "Incremental backups run every hour"' in out.out
     assert "similarity 0.875 at line:col 3:1: --write applies it" in out.out
-    assert "3 quote(s) do not resolve; --write would apply 3" in out.err
+    assert "3 quote(s) do not resolve; --write would apply 3 (similarity at least 0.8) and leave 0 for a person" \
+        in out.err
 
     assert main(["judgments", "repair", *args(corpus, judgments), "--write"]) == 0
     records = [json.loads(line) for line in judgments.read_text(encoding="utf-8").splitlines()]
@@ -236,6 +299,32 @@ def test_repair_proposes_the_new_text_of_each_quote_an_edit_broke(workspace, cap
     assert main(["judgments", "check", *args(corpus, judgments)]) == 0
     assert main(["judgments", "repair", *args(corpus, judgments)]) == 0
     assert "nothing to repair" in capsys.readouterr().out
+
+
+def test_repair_proposes_whole_sentences_for_a_quote_that_was_one(tmp_path, capsys):
+    # Both sentences are quoted whole. One edit moves "On Sunday nights" to the front; another adds "before
+    # pruning" at the end. The nearest run of words used to cut each: "a full backup runs weekly.\nIncremental
+    # backups run hourly" (the end of one sentence and the start of the next) and "... 30 days of history".
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    edited = BACKUP.replace("A full backup runs weekly on Sunday night.", "On Sunday nights a full backup runs weekly.")
+    edited = edited.replace("of history.", "of history before pruning.")
+    (corpus / "backup.md").write_text(edited, encoding="utf-8")
+    sentences = ["A full backup runs weekly on Sunday night.", "Incremental backups run hourly and keep 30 days of "
+                 "history."]
+    judgments = tmp_path / "judgments.jsonl"
+    judgments.write_text(lines_of([{"query_id": f"q{i}", "query": "q", "category": "factoid",
+                                    "gold": [{"document": "backup.md", "quote": quote}]}
+                                   for i, quote in enumerate(sentences, start=1)]), encoding="utf-8")
+    found = repairs(load_judgments(judgments), {"backup.md": Document(path="backup.md", text=edited)})
+    assert [r.proposal for r in found] == ["On Sunday nights a full backup runs weekly.",
+                                           "Incremental backups run hourly and keep 30 days of history before pruning."]
+    # The second quote is all of the new sentence but its two added words: 2M/T = 2 x 59 / (59 + 74).
+    assert found[1].similarity == pytest.approx(118 / 133)
+    assert main(["judgments", "repair", *args(corpus, judgments), "--write"]) == 1
+    err = capsys.readouterr().err
+    assert "2 quote(s) do not resolve; 1 applied (similarity at least 0.8), 1 left for a person" in err
+    assert json.loads(judgments.read_text().splitlines()[1])["gold"][0]["quote"] == found[1].proposal
 
 
 def test_repair_writes_only_what_reaches_the_threshold(workspace, capsys):
@@ -342,7 +431,8 @@ def test_rewriting_keeps_a_symlink_a_link_and_the_file_mode(tmp_path):
 
 
 def test_concurrent_writers_keep_every_line_and_the_id_order(workspace):
-    """Four commands at once that read, change and write the file back: add, fmt and repair --write.
+    """Commands at once that read, change and write the file back: add (a judgment, or a quote to one), fmt and
+    repair --write.
 
     Five thousand padding judgments (written with their keys out of canonical order, for fmt to rewrite) make
     each read and write take long enough that, unlocked, two commands' read-modify-writes overlapped: one
@@ -363,7 +453,9 @@ def test_concurrent_writers_keep_every_line_and_the_id_order(workspace):
 
     rounds = [[add(4 * r + i) for i in range(4)] for r in range(3)]
     rounds.append([add(12), add(13), ["judgments", "fmt", "--judgments", str(judgments)],
-                   ["judgments", "repair", *args(corpus, judgments), "--write"]])
+                   ["judgments", "repair", *args(corpus, judgments), "--write"],
+                   ["judgments", "add", *args(corpus, judgments), "--to", "q4", "--document", "leases.md",
+                    "--search", "lease is held"]])
     for number, commands in enumerate(rounds):
         if number == len(rounds) - 1:
             (corpus / "ops" / "backup.md").write_text(EDITED, encoding="utf-8")  # q1's and q2's quotes break
@@ -372,13 +464,15 @@ def test_concurrent_writers_keep_every_line_and_the_id_order(workspace):
         for process, command in zip(started, commands, strict=True):
             out, err = process.communicate()
             assert process.returncode == 0, (command, err)
-            assert command[1] != "add" or out.splitlines()[-1].startswith(f"added at {judgments}:"), out
+            assert command[1] != "add" or out.splitlines()[-1].startswith(
+                f"changed {judgments}:" if "--to" in command else f"added at {judgments}:"), out
 
     loaded = load_judgments(judgments)  # ids unique and ascending, or it raises
     assert len(loaded) == len(padding) + len(RECORDS) + len(added)
     assert sorted(j.query for j in loaded if j.query.startswith("which replica holds lease")) == sorted(added)
     assert [j.query_id for j in loaded][-len(added) - len(RECORDS):] == \
         [f"p{i:05d}" for i in range(5000, 5000 + len(added))] + ["q1", "q2", "q4"]
-    assert [g.quote for j in loaded if j.query_id in ("q1", "q2") for g in j.gold] == [
-        "A full backup runs weekly on Saturday night", "Incremental backups run every hour", "keep 35 days of history"]
+    assert [g.quote for j in loaded if j.query_id in ("q1", "q2", "q4") for g in j.gold] == [
+        "A full backup runs weekly on Saturday night", "Incremental backups run every hour", "keep 35 days of history",
+        "Restores read the newest full backup first", "A lease is held by one replica."]
     assert main(["judgments", "check", *args(corpus, judgments)]) == 0  # canonical, and every quote resolves

@@ -215,6 +215,30 @@ def test_imported_dataset_runs_and_every_chunk_of_a_relevant_document_is_gold(tm
     assert sorted(qrels) == sorted(expected)
 
 
+def test_the_report_sees_each_relevant_document_held_whole_by_its_chunk(tmp_path, monkeypatch):
+    # With one chunk per document, a chunk holds its whole-document gold span: the report's test of "a chunk
+    # boundary cuts it" (a gold span starting before or ending after the passage) must never hold.
+    from groundkit.config import load_params
+    from groundkit.pipeline.runner import run
+    from groundkit.reports.page_data import page_data, read_input
+
+    import_beir(write_dataset(tmp_path / "beir"), tmp_path / "imp")
+    params = load_params(None, ["chunk.strategy=document", "audit.max_trivial_share=1.0"])
+    run(tmp_path / "imp" / "corpus", tmp_path / "imp" / "judgments.jsonl", params, tmp_path / "run")
+    monkeypatch.chdir(tmp_path)
+    data = page_data(read_input("run", tmp_path), None, None)
+    held = [(g["start"], g["end"], chunk[:2]) for q in data["queries"] for g in q.get("gold", [])
+            for chunk in g["held"][1]]
+    assert len(held) == 3  # d1 and d3 for q10, d2 for q2: one chunk each
+    assert all([start, end] == chunk for start, end, chunk in held)
+    for q in data["queries"]:
+        for passage_id, _ in q.get("top", []):
+            doc, start, end = data["passages"][passage_id]
+            cut = [g for g in q.get("gold", []) if g["doc"] == doc and g["start"] < end and start < g["end"]
+                   and (g["start"] < start or g["end"] > end)]
+            assert cut == []
+
+
 @pytest.mark.parametrize("name", sorted(BEIR_CASES))
 def test_unusual_json_is_one_message_through_import_beir(tmp_path, capsys, name):
     case = BEIR_CASES[name]

@@ -89,3 +89,11 @@ def test_crlf_and_bom_are_rejected(tmp_path):
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(GOOD).encode() + b"\n")
     with pytest.raises(JudgmentsError, match="byte order mark"):
         load_judgments(path)
+
+
+def test_unsorted_judgments_name_the_command_that_sorts_them(tmp_path):
+    path = write(tmp_path, [json.dumps(NO_ANSWER), json.dumps(GOOD)])
+    with pytest.raises(JudgmentsError) as info:
+        load_judgments(path)
+    assert info.value.fix.startswith(f"sort it: `groundkit judgments fmt --judgments {path}` rewrites the file")
+    assert "never re-sorts" not in info.value.fix

@@ -28,7 +28,7 @@ def test_resolves_to_half_open_character_span():
 def test_whole_document_span_covers_the_text_and_every_chunk_of_it():
     j = Judgment(query_id="q7", query="q", category="factoid", gold=[GoldSpan(document="a.md", whole_document=True)])
     span = resolve_gold_span(j, j.gold[0], DOC)
-    assert (span.quote, span.start, span.end) == (None, 0, len(DOC.text))
+    assert (span.quote, span.start, span.end) == (None, 0, len(DOC.text) - 1)  # the final line break left out
     other = Document(path="b.md", text="The lease lasts 6 seconds.\n")
     chunks = [Chunk(document="a.md", start_offset=0, end_offset=26, text=DOC.text[:26]),
               Chunk(document="a.md", start_offset=27, end_offset=51, text=DOC.text[27:51]),
@@ -101,8 +101,23 @@ def test_resolved_span_must_be_as_long_as_its_quote():
             ResolvedSpan(document="a.md", quote="abc", start=start, end=end)
     with pytest.raises(ValidationError, match="greater than or equal to 0"):
         ResolvedSpan(document="a.md", quote="abc", start=-1, end=2)
-    with pytest.raises(ValidationError, match="must start at 0"):
-        ResolvedSpan(document="a.md", quote=None, start=3, end=9)
+
+def test_a_whole_document_span_is_the_text_a_whole_document_chunk_holds():
+    # An imported BEIR document: title, a blank line, text, a final line break; and one with leading blank lines.
+    from groundkit.config import ChunkParams
+    from groundkit.corpus.chunking import chunk_documents
+
+    beir = Document(path="d1.txt", text="A title\n\nThe abstract.\n")
+    padded = Document(path="d2.txt", text="\n\n  Text after blank lines.\n\n")
+    whole = Judgment(query_id="q7", query="q", category="factoid",
+                     gold=[GoldSpan(document="d1.txt", whole_document=True),
+                           GoldSpan(document="d2.txt", whole_document=True)])
+    (resolved,) = resolve_judgments([whole], {"d1.txt": beir, "d2.txt": padded})
+    assert [(s.start, s.end) for s in resolved.spans] == [(0, 22), (4, 27)]
+    chunks = chunk_documents([beir, padded], ChunkParams(strategy="document"))
+    # The report flags a chunk that holds part of a span ("a chunk boundary cuts it"): here each holds its span whole.
+    assert [(c.start, c.end) for c in chunks] == [(s.start, s.end) for s in resolved.spans]
+    assert relevant_passage_ids([resolved], chunks) == {"q7": {c.chunk_id: 1 for c in chunks}}
 
 
 def test_an_ambiguous_short_quote_in_a_large_document_lists_the_first_places_and_the_count():
@@ -166,3 +181,28 @@ def test_only_the_odd_characters_inside_the_match_are_named():
     message = str(info.value)
     assert ("ignored: the document holds U+00AD SOFT HYPHEN at line:col 2:9 (offset 12), which the quote leaves "
             "out; the quote must be verbatim") in message, message
+
+
+def test_every_broken_quote_is_listed_in_one_message_that_names_repair():
+    # One edit ("lasts 6" -> "lasts 9") breaks two quotes of two judgments; a third judgment names a missing file.
+    edited = Document(path="a.md", text=DOC.text.replace("lasts 6", "lasts 9").replace("is cheap", "is free"))
+    broken = [Judgment(query_id="q1", query="q", category="factoid",
+                       gold=[GoldSpan(document="a.md", quote="lasts 6 seconds")]),
+              Judgment(query_id="q2", query="q", category="factoid",
+                       gold=[GoldSpan(document="a.md", quote="The lease lasts long"),
+                             GoldSpan(document="a.md", quote="transfer is cheap")])]
+    with pytest.raises(SpanError) as info:
+        resolve_judgments(broken, {"a.md": edited}, judgments_path="j.jsonl", corpus_root="docs")
+    problem = str(info.value)
+    assert problem.startswith("j.jsonl: 2 gold quotes do not resolve:\n")
+    assert "quote not found: 'lasts 6 seconds'" in problem and "quote not found: 'transfer is cheap'" in problem
+    assert "`groundkit judgments repair --corpus docs --judgments j.jsonl`" in info.value.fix
+    # One broken quote: its own message, and the same command in its fix.
+    with pytest.raises(SpanError) as one:
+        resolve_judgments(broken[:1], {"a.md": edited}, judgments_path="j.jsonl", corpus_root="docs")
+    assert "quote not found: 'lasts 6 seconds'" in one.value.problem and "judgments repair" in one.value.fix
+    missing = Judgment(query_id="q3", query="q", category="factoid", gold=[GoldSpan(document="b.md", quote="x")])
+    with pytest.raises(SpanError) as both:
+        resolve_judgments([*broken, missing], {"a.md": edited}, judgments_path="j.jsonl", corpus_root="docs")
+    assert both.value.problem.startswith("3 gold quotes and document names do not resolve:")
+    assert "document 'b.md' is not a file" in both.value.problem

@@ -55,6 +55,26 @@ def test_pool_by_hand():
         ("23", "b:1", "yes", ""), ("11", "a:2", "", ""), ("37", "b:2", "", "unsure")]
 
 
+def test_overlapping_passages_of_two_chunkings_are_one_row_read_once():
+    # Two chunkings of TEXT (56 characters): a cuts "gamma delta" [11, 22) and "theta iota" [40, 50); b cuts
+    # "beta gamma" [6, 16) and "iota kappa" [46, 56). Each of a's passages overlaps one of b's.
+    assert len(TEXT) == 56
+    a = RankedRun("a", {"q1": [passage(11, 22), passage(40, 50)]})
+    b = RankedRun("b", {"q1": [passage(6, 16), passage(46, 56)]})
+    judgment = gold("q1", (0, 5))  # 'alpha': in no ranked passage
+    result = pool([a, b], [judgment], depth=2)
+    assert [(c.passage.start, c.passage.end, c.passage.text, c.ranks) for c in result.candidates["q1"]] == [
+        (6, 22, "beta gamma delta", {"a": 1, "b": 1}), (40, 56, "theta iota kappa", {"a": 2, "b": 2})]
+    # One mark on a row counts for every passage inside it, whichever run ranked it.
+    marks = {("q1", "d.md", 6, 22): Mark("beta gamma delta", True, "")}
+    assert pool([a, b], [judgment], depth=2, marks=marks).judged == {"a": {"judged": 0.5, "queries": 1},
+                                                                    "b": {"judged": 0.5, "queries": 1}}
+    # Passages that only touch (no shared character) stay apart, as they do under the relevance rule.
+    c = RankedRun("c", {"q1": [passage(6, 10), passage(11, 16)]})
+    assert [(r.passage.start, r.passage.end) for r in pool([c], [judgment], depth=2).candidates["q1"]] == [
+        (6, 10), (11, 16)]
+
+
 def test_a_run_that_retrieved_nothing_for_a_query_is_not_averaged_over_it():
     a = RankedRun("a", {"q1": [P1], "q2": []})
     assert judged_at(a, [gold("q1", (0, 3)), gold("q2", (0, 3))], depth=10) == {"q1": 1.0}
@@ -162,6 +182,21 @@ def test_pool_writes_the_sheet_and_carries_marks_over(runs, capsys):
     assert [(r["reviewed"], r["note"]) for r in kept if r["reviewed"]] == [("yes", "checked")]
 
 
+def test_once_every_row_is_marked_the_pool_says_so(runs, capsys):
+    assert main(command(runs, "done", "small", "large")) == 0
+    first = capsys.readouterr().out.splitlines()[-1]
+    sheet = runs / "done" / "review.csv"
+    rows = rows_of(sheet)
+    assert first.startswith(f"{len(rows)} passages pooled, {len(rows)} to review: ")
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({**row, "reviewed": "yes"} for row in rows)
+    sheet.write_text(buffer.getvalue(), encoding="utf-8")
+    assert main(command(runs, "done", "small", "large", extra=("--force",))) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith(f"{len(rows)} passages pooled, all reviewed: ")
+
+
 def test_pooling_again_smaller_or_with_fewer_runs_keeps_every_mark(runs, capsys):
     assert main(command(runs, "shrink", "small", "large")) == 0
     sheet = runs / "shrink" / "review.csv"
@@ -173,18 +208,19 @@ def test_pooling_again_smaller_or_with_fewer_runs_keeps_every_mark(runs, capsys)
     sheet.write_text(buffer.getvalue(), encoding="utf-8")
     marked = {(r["query_id"], r["document"], r["start"], r["end"]): (r["reviewed"], r["note"], r["text"])
               for r in rows_of(sheet)}
-    assert len(marked) == len(rows) > 4
+    assert len(marked) == len(rows) >= 3
     capsys.readouterr()
 
     for extra, names in ((("--depth", "1"), ("small", "large")), ((), ("small",))):
         assert main([*command(runs, "shrink", *names, extra=("--force",)), *extra]) == 0
         kept = {(r["query_id"], r["document"], r["start"], r["end"]): (r["reviewed"], r["note"], r["text"])
-                for r in rows_of(sheet)}
+                for r in rows_of(sheet) if r["reviewed"] or r["note"]}
         assert kept == marked  # every mark and note, pooled or not
         unpooled = [r for r in rows_of(sheet) if not r["runs"]]
         assert unpooled and all(r["best_rank"] == "" for r in unpooled)
         figures = json.loads((runs / "shrink" / "judged.json").read_text())
-        assert figures["kept_unpooled"] == len(unpooled) and figures["pooled"] == len(marked) - len(unpooled)
+        # Rows pooled now: a smaller pool's passages merge into other rows, unmarked (the text read is not the same).
+        assert figures["kept_unpooled"] == len(unpooled) and figures["pooled"] == len(rows_of(sheet)) - len(unpooled)
         err = capsys.readouterr().err
         assert f"note: {len(unpooled)} earlier mark(s) on passages no longer pooled kept at the end of" in err
     # Pooled as at first again: the sheet as the reviewer left it, byte for byte.

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
+from groundkit._globs import checked_patterns
 from groundkit._models import StrictRecord
 from groundkit._validation import describe
 from groundkit.errors import DuplicateKeyError, FixableValueError, ParamsError
@@ -56,15 +57,23 @@ def _quotable_path(value: str, key: str) -> str:
 
 
 class CorpusParams(_Section):
-    """Where the documents and the judgments live (paths relative to the repo)."""
+    """Where the documents and the judgments live (paths relative to the repo), and which files are documents:
+    those an ``include`` glob pattern selects (all, when it is empty) and no ``exclude`` one (groundkit/_globs.py)."""
 
     root: str = "evals/corpus"
     judgments: str = "evals/judgments.jsonl"
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
 
     @field_validator("root", "judgments")
     @classmethod
     def _quotable(cls, value: str, info: ValidationInfo) -> str:
         return _quotable_path(value, f"corpus.{info.field_name}")
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _patterns(cls, patterns: list[str], info: ValidationInfo) -> list[str]:
+        return checked_patterns(patterns, f"corpus.{info.field_name}")
 
 
 class ChunkParams(_Section):

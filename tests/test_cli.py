@@ -183,3 +183,30 @@ def test_audit_command_prints_table_and_fails_on_leaks(tiny_corpus):
     _break(corpus, judgments, "no_answer leaks")
     bad = groundkit("audit", "--corpus", str(corpus), "--judgments", str(judgments))
     assert bad.returncode == 1 and "'snapshot'" in bad.stderr
+
+
+def test_every_command_that_reads_a_corpus_takes_its_include_and_exclude_patterns(tmp_path):
+    from tests.corpus.test_documents import documentation_folder
+
+    docs = documentation_folder(tmp_path / "docs")
+    judgments = tmp_path / "judgments.jsonl"
+    judgments.write_text(json.dumps({"query_id": "q1", "query": "what happens to a failed deploy",
+                                     "category": "factoid", "gold": [{"document": "guides/deploy.md",
+                                                                      "quote": "A failed deploy is rolled back."}]})
+                         + "\n", encoding="utf-8")
+    inputs = ("--corpus", str(docs), "--judgments", str(judgments))
+    leave_out = ("--set", "corpus.exclude=['*.pdf', '*.docx', '*.png', '*.html']")
+    commands = {"run": ("run", *inputs, "--out", str(tmp_path / "out")), "audit": ("audit", *inputs),
+                "check": ("judgments", "check", *inputs),
+                "add": ("judgments", "add", *inputs, "--query", "q", "--document", "notes.txt", "--search", "nightly",
+                        "--dry-run")}
+    for name, command in commands.items():
+        refused = groundkit(*command)
+        assert refused.returncode == 1 and "1 PDF file (manual.pdf)" in refused.stderr, (name, refused.stderr)
+        read = groundkit(*command, *leave_out)
+        assert read.returncode == 0, (name, read.stderr)
+    documents = [json.loads(line)["path"] for line in (tmp_path / "out" / "documents.jsonl").read_text().splitlines()]
+    assert documents == ["drafts/wip.md", "guides/api.rst", "guides/deploy.md", "notes.txt"]
+    params = tmp_path / "params.yaml"
+    params.write_text("corpus:\n  exclude: ['*.pdf', '*.docx', '*.png', '*.html', 'drafts']\n", encoding="utf-8")
+    assert groundkit(*commands["check"], "--params", str(params)).returncode == 0

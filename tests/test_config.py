@@ -180,3 +180,14 @@ def test_a_set_value_every_reader_takes_alike_is_read_as_yaml_1_2(value, read):
     from groundkit.config import apply_overrides
 
     assert apply_overrides({}, [f"retrieve.options.x={value}"]) == {"retrieve": {"options": {"x": read}}}
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    ("['../elsewhere/*.md']", "pattern '../elsewhere/*.md' holds '.' or '..' as a folder"),
+    ("['*.pdf', '*.pdf']", "names a pattern twice"), ("['']", "pattern '' is empty"),
+])
+def test_corpus_patterns_are_checked_before_any_work(value, problem):
+    with pytest.raises(ParamsError) as info:
+        load_params(None, [f"corpus.exclude={value}"])
+    assert info.value.key == "corpus.exclude" and problem in info.value.problem and "corpus.exclude" in info.value.fix
+    assert load_params(None, ["corpus.include=['**/*.md']"]).corpus.include == ["**/*.md"]

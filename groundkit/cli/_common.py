@@ -20,10 +20,24 @@ def add_inputs(parser: argparse.ArgumentParser, *, params_help: str, set_example
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help=f"override a parameter, e.g. --set {set_example} (repeatable)")
 
-def corpus_by_path(root: str) -> dict[str, Any]:
+def add_selection(parser: argparse.ArgumentParser) -> None:
+    """--params and --set for a command that reads a corpus but runs nothing: corpus.include and corpus.exclude
+    say which files are documents, as in a run."""
+    parser.add_argument("--params", default=None,
+                        help="params.yaml whose corpus.include and corpus.exclude say which files are documents "
+                             "(default: every file under --corpus)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a parameter, e.g. --set \"corpus.exclude=['*.pdf']\" (repeatable)")
+
+
+def corpus_by_path(root: str, args: argparse.Namespace | None = None) -> dict[str, Any]:
+    """The documents under ``root`` that the corpus.include and corpus.exclude of ``args``' params select."""
+    from groundkit.config import load_params
     from groundkit.corpus.documents import load_corpus
 
-    return {d.path: d for d in load_corpus(root)}
+    selection = load_params(args.params, args.set).corpus if args is not None else None
+    include, exclude = (selection.include, selection.exclude) if selection is not None else ((), ())
+    return {d.path: d for d in load_corpus(root, include=include, exclude=exclude)}
 
 
 def categories() -> list[Any]:

@@ -66,7 +66,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if args.out:
         _check_report(args)
     judgments = load_judgments(args.judgments)
-    documents = load_corpus(args.corpus)
+    documents = load_corpus(args.corpus, include=params.corpus.include, exclude=params.corpus.exclude)
     # A label that no longer resolves is the first thing an audit must catch.
     resolve_judgments(judgments, {d.path: d for d in documents}, judgments_path=args.judgments,
                       corpus_root=args.corpus)

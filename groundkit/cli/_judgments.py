@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from groundkit.cli._common import categories, corpus_by_path
+from groundkit.cli._common import add_selection, categories, corpus_by_path
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 def _cmd_judgments_check(args: argparse.Namespace) -> int:
     from groundkit.corpus.authoring import check
 
-    judgments = check(corpus_by_path(args.corpus), args.judgments, args.corpus)
+    judgments = check(corpus_by_path(args.corpus, args), args.judgments, args.corpus)
     quotes = sum(1 for j in judgments for g in j.gold if g.quote is not None)
     print(f"{args.judgments}: {len(judgments)} judgments; ids unique and ascending, all {quotes} quotes resolve "
           "exactly once, canonical form")
@@ -34,7 +34,7 @@ def _cmd_judgments_add(args: argparse.Namespace) -> int:
 
     from groundkit.corpus.authoring import locked
 
-    corpus = corpus_by_path(args.corpus)
+    corpus = corpus_by_path(args.corpus, args)
     path = Path(args.judgments)
     # From reading the file to writing it back: another add (or fmt, or repair) waits rather than being overwritten.
     with locked(path):
@@ -150,7 +150,7 @@ def _cmd_judgments_repair(args: argparse.Namespace) -> int:
     from groundkit.corpus.authoring import locked
 
     threshold = _share(args.min_similarity, "--min-similarity")
-    corpus = corpus_by_path(args.corpus)
+    corpus = corpus_by_path(args.corpus, args)
     # --write reads, changes and writes the file back: under its lock, as add and fmt.
     with locked(args.judgments) if args.write else contextlib.nullcontext():
         return _repair(args, corpus, threshold)
@@ -263,7 +263,7 @@ def _cmd_pool(args: argparse.Namespace) -> int:
     marks = {}
     if check_folder(out, command="pool", inputs=inputs, force=args.force) and (out / pooling.REVIEW_CSV).is_file():
         marks = pooling.read_marks(out / pooling.REVIEW_CSV)
-    corpus = corpus_by_path(args.corpus) if args.corpus else {}
+    corpus = corpus_by_path(args.corpus, args) if args.corpus else {}
     judgments = None
     if args.judgments:
         judgments = resolve_judgments(load_judgments(args.judgments), corpus, judgments_path=args.judgments,
@@ -333,6 +333,7 @@ def add(commands: Any) -> None:
     check = actions.add_parser("check", help="what CI runs: ids unique and sorted, every quote resolves, formatted")
     check.add_argument("--corpus", required=True, help="directory of documents")
     check.add_argument("--judgments", required=True, help="judgments JSONL file")
+    add_selection(check)
     check.set_defaults(handler=_cmd_judgments_check)
     fmt = actions.add_parser("fmt", help="rewrite the file in place in canonical form (sorted, one object a line)")
     fmt.add_argument("--judgments", required=True, help="judgments JSONL file")
@@ -360,6 +361,7 @@ def add(commands: Any) -> None:
     add.add_argument("--shortest", action="store_true",
                      help="quote the shortest run of words around --search that occurs once, not the sentence")
     add.add_argument("--dry-run", action="store_true", help="print the proposals and the line, write nothing")
+    add_selection(add)
     add.set_defaults(handler=_cmd_judgments_add)
     repair = actions.add_parser(
         "repair", help="propose the nearest passage for every quote that no longer resolves",
@@ -372,6 +374,7 @@ def add(commands: Any) -> None:
                         help="apply the proposals whose similarity reaches --min-similarity (atomically)")
     repair.add_argument("--min-similarity", default=str(_repair_threshold()),
                         help=f"the least similarity --write applies (default {_repair_threshold()})")
+    add_selection(repair)
     repair.set_defaults(handler=_cmd_judgments_repair)
 
     pool = commands.add_parser(
@@ -386,6 +389,7 @@ def add(commands: Any) -> None:
     pool.add_argument("--corpus", help="directory of documents (for external runs, or to pool against "
                       "the current judgments)")
     pool.add_argument("--judgments", help="judgments JSONL file (with --corpus)")
+    add_selection(pool)
     pool.add_argument("--force", action="store_true",
                       help="replace an earlier pool in --out, keeping the marks of its review.csv")
     pool.set_defaults(handler=_cmd_pool)

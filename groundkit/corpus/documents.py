@@ -4,7 +4,14 @@ The loader is strict because everything downstream trusts it: a document that
 is not UTF-8, uses CRLF line endings, is empty, or is a link leading outside
 the root is an error, never silently skipped. So is any entry that is not a
 regular file: it is recognised from its metadata and never opened, since
-reading a FIFO waits forever and reading a device may never end.
+reading a FIFO waits forever and reading a device may never end. So is a file
+of a kind groundkit cannot read as text (a PDF, an image, HTML: see
+groundkit/corpus/formats.py), by its name.
+
+Which files are documents is the team's to say, with glob patterns
+(``corpus.include``, ``corpus.exclude``; groundkit/_globs.py): a file is read
+when an include pattern selects it (every file, when there is none) and no
+exclude pattern does. Left out, an entry is neither read nor checked.
 """
 
 from __future__ import annotations
@@ -13,10 +20,13 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
+from groundkit._globs import Patterns
 from groundkit._models import assembled
 from groundkit._text import decode_utf8_lf
+from groundkit.corpus.formats import refusal, refused_format
 from groundkit.corpus.passage import Document, content_id
 from groundkit.errors import CorpusError
 
@@ -29,7 +39,7 @@ def decode_document(path: str | Path, data: bytes, *, name: str | None = None) -
         raise CorpusError(
             shown,
             "contains a NUL character; it looks like a binary file",
-            fix="remove the file from the corpus or strip the NUL bytes",
+            fix="remove the file from the corpus, leave it out with corpus.exclude, or strip the NUL bytes",
             line=text.count("\n", 0, text.index("\0")) + 1,
         )
     if not text.strip():
@@ -87,15 +97,17 @@ def _refusal(path: Path, real_root: Path) -> tuple[str, str] | None:
     return None
 
 
-def corpus_files(root: Path) -> list[tuple[str, str]]:
+def corpus_files(root: Path, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> list[tuple[str, str]]:
     """Return ``(relative posix path, path)`` for every document under ``root``, the path as ``os.scandir``
     gives it (``root`` joined with the relative path): a string, since a corpus is thousands of files and a
     ``Path`` per file cost a fifth of reading them.
 
-    Hidden files and directories (name starting with ``.``) are ignored. Every other entry must be
-    a regular file, or a symlink that resolves inside the root to one; anything else (a FIFO, a
-    device, a socket, a symlink loop, a broken link, a linked directory) is refused, and all such
-    entries are named in one error.
+    Hidden files and directories (name starting with ``.``) are ignored, and so is every entry the glob
+    patterns leave out: one ``include`` does not select (when there are any), or one ``exclude`` does (a
+    folder ``exclude`` selects is not walked). Every other entry must be a regular file, or a symlink
+    that resolves inside the root to one; anything else (a FIFO, a device, a socket, a symlink loop, a
+    broken link, a linked directory) is refused, and all such entries are named in one error. So are
+    files of a kind groundkit cannot read as text (groundkit/corpus/formats.py), in another.
     """
     if not root.exists():
         raise CorpusError(root, "corpus root does not exist", fix="check corpus.root in params.yaml or --corpus")
@@ -104,6 +116,7 @@ def corpus_files(root: Path) -> list[tuple[str, str]]:
     real_root = root.resolve()
     found: list[tuple[str, str]] = []
     refused: list[tuple[Path, str, str]] = []
+    chosen, left_out = Patterns(include), Patterns(exclude)
 
     # A stack, not recursion: no depth limit, and no function that refers to itself, which would keep
     # every path found alive until the garbage collector next ran.
@@ -124,23 +137,35 @@ def corpus_files(root: Path) -> list[tuple[str, str]]:
         for entry in entries:
             if entry.name.startswith("."):
                 continue
+            rel = f"{prefix}{entry.name}"
             if entry.is_dir(follow_symlinks=False):
-                folders.append((entry.path, f"{prefix}{entry.name}/"))
-            elif entry.is_file(follow_symlinks=False):
+                if not left_out.select(rel):
+                    folders.append((entry.path, f"{rel}/"))
+                continue
+            if (chosen and not chosen.select(rel)) or left_out.select(rel):
+                continue
+            if entry.is_file(follow_symlinks=False):
                 found.append((f"{prefix}{entry.name}", entry.path))
             elif entry.is_symlink() and os.path.isdir(entry.path):  # isdir, unlike DirEntry.is_dir, survives a loop
                 refused.append((Path(entry.path), "a symlinked directory (groundkit does not follow directory links)",
                                 "copy the directory into the corpus instead of linking it"))
-            elif (refusal := _refusal(Path(entry.path), real_root)) is None:
+            elif (why := _refusal(Path(entry.path), real_root)) is None:
                 found.append((f"{prefix}{entry.name}", entry.path))
             else:
-                refused.append((Path(entry.path), *refusal))
+                refused.append((Path(entry.path), *why))
 
     if refused:
         raise _refused_error(root, sorted(refused))
     found.sort()
+    unreadable = [(rel, fmt) for rel, _ in found if (fmt := refused_format(rel, chosen)) is not None]
+    if unreadable:
+        problem, fix = refusal(unreadable)
+        raise CorpusError(root, problem, fix=fix)
     if not found:
-        raise CorpusError(root, "corpus root holds no documents", fix="add .md or .txt files under it")
+        selected = f" that corpus.include ({', '.join(include)}) and corpus.exclude ({', '.join(exclude)}) select" \
+            if include or exclude else ""
+        raise CorpusError(root, f"corpus root holds no documents{selected}",
+                          fix="add .md or .txt files under it" + (", or widen the patterns" if selected else ""))
     return found
 
 
@@ -177,19 +202,21 @@ def read_document_bytes(path: str | Path) -> bytes:
         os.close(fd)
 
 
-def load_corpus(root: str | Path) -> list[Document]:
-    """Read and validate every document under ``root``, sorted by path."""
-    return load_corpus_hashed(root)[0]
+def load_corpus(root: str | Path, *, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> list[Document]:
+    """Read and validate every document under ``root`` that the glob patterns select (see :func:`corpus_files`),
+    sorted by path."""
+    return load_corpus_hashed(root, include=include, exclude=exclude)[0]
 
 
-def load_corpus_hashed(root: str | Path) -> tuple[list[Document], str]:
+def load_corpus_hashed(root: str | Path, *, include: Sequence[str] = (),
+                       exclude: Sequence[str] = ()) -> tuple[list[Document], str]:
     """:func:`load_corpus` and :func:`corpus_hash` of the same bytes, each document read once: the corpus hash a
     run records is the hash of the very documents it read, even if a file changes meanwhile."""
     documents = []
     listing = []
     root = Path(root)
     shown = root.as_posix().rstrip("/")
-    for rel, path in corpus_files(root):
+    for rel, path in corpus_files(root, include, exclude):
         data = read_document_bytes(path)
         listing.append(f"{hashlib.sha256(data).hexdigest()}  {rel}\n")
         text = decode_document(path, data, name=f"{shown}/{rel}")
@@ -199,13 +226,15 @@ def load_corpus_hashed(root: str | Path) -> tuple[list[Document], str]:
     return documents, hashlib.sha256("".join(listing).encode("utf-8")).hexdigest()
 
 
-def corpus_hash(root: str | Path) -> str:
-    """SHA-256 over the corpus: the ``sha256sum``-style listing of every file, sorted by path.
+def corpus_hash(root: str | Path, *, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> str:
+    """SHA-256 over the corpus: the ``sha256sum``-style listing of every document, sorted by path.
 
     It hashes raw bytes, so it changes with any byte of any document (line
-    endings included) and with any rename, and with nothing else.
+    endings included) and with any rename, and with nothing else: a file the
+    patterns leave out is no document, and changes nothing.
     """
     listing = "".join(
-        f"{hashlib.sha256(read_document_bytes(path)).hexdigest()}  {rel}\n" for rel, path in corpus_files(Path(root))
+        f"{hashlib.sha256(read_document_bytes(path)).hexdigest()}  {rel}\n"
+        for rel, path in corpus_files(Path(root), include, exclude)
     )
     return hashlib.sha256(listing.encode("utf-8")).hexdigest()

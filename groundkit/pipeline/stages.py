@@ -227,7 +227,7 @@ STAGES: tuple[Stage, ...] = (
                 Input(INPUTS, why="runs once check-inputs has found every input")),
         outputs=(Output(VALIDATION, "--out", "out_validation"), Output(AUDIT, "--audit-out", "out_audit")),
         params=("corpus", "audit", "tokenize"),
-        step_params={"params": "audit", "tokenizer": "tokenize"},
+        step_params={"params": "audit", "tokenizer": "tokenize", "selection": "corpus"},
     ),
     Stage(
         name="resolve-spans",
@@ -238,6 +238,7 @@ STAGES: tuple[Stage, ...] = (
         outputs=(Output(DOCUMENTS, "--documents-out", "out_documents"),
                  Output(GOLD_SPANS, "--spans-out", "out_spans"), Output(SPAN_SOURCES, "--sources-out", "out_sources")),
         params=("corpus",),
+        step_params={"selection": "corpus"},
     ),
     Stage(
         name="chunk",

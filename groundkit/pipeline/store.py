@@ -52,7 +52,7 @@ from groundkit.corpus.tokenizing import Tokenizer, make_tokenizer
 from groundkit.retrieval import trec
 
 if TYPE_CHECKING:
-    from groundkit.config import TokenizeParams
+    from groundkit.config import CorpusParams, TokenizeParams
     from groundkit.corpus.judgments import Judgment
     from groundkit.corpus.passage import Document
 
@@ -69,9 +69,11 @@ class Store:
         """The SHA-256 of a file's bytes."""
         return file_sha256(path)
 
-    def corpus(self, root: str | Path) -> tuple[list[Document], str]:
-        """The documents under ``root`` and the corpus hash of the very bytes read."""
-        return load_corpus_hashed(root)
+    def corpus(self, root: str | Path, selection: CorpusParams | None = None) -> tuple[list[Document], str]:
+        """The documents under ``root`` that ``selection``'s include and exclude patterns select (every file
+        without one), and the corpus hash of the very bytes read."""
+        include, exclude = (selection.include, selection.exclude) if selection is not None else ((), ())
+        return load_corpus_hashed(root, include=include, exclude=exclude)
 
     def judgments(self, path: str | Path) -> tuple[list[Judgment], str]:
         """The judgments in ``path`` and the SHA-256 of the very bytes parsed."""
@@ -115,7 +117,7 @@ class RunStore(Store):
         self._digests: dict[tuple[int, int], tuple[_Identity, str]] = {}
         self._records: dict[tuple[str, type[BaseModel]], tuple[BaseModel, ...]] = {}
         self._rankings: dict[str, dict[str, tuple[tuple[str, float], ...]]] = {}
-        self._corpora: dict[str, tuple[tuple[Document, ...], str]] = {}
+        self._corpora: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[tuple[Document, ...], str]] = {}
         self._judgments: dict[str, tuple[Judgment, ...]] = {}
         self._tokens: dict[TokenizeParams | None, dict[str, tuple[str, ...]]] = {}
         self._held = 0
@@ -159,10 +161,11 @@ class RunStore(Store):
 
     # --- inputs ------------------------------------------------------------------------------------
 
-    def corpus(self, root: str | Path) -> tuple[list[Document], str]:
-        key = os.path.realpath(root)
+    def corpus(self, root: str | Path, selection: CorpusParams | None = None) -> tuple[list[Document], str]:
+        include, exclude = (selection.include, selection.exclude) if selection is not None else ((), ())
+        key = (os.path.realpath(root), tuple(include), tuple(exclude))
         if key not in self._corpora:
-            documents, digest = load_corpus_hashed(root)
+            documents, digest = load_corpus_hashed(root, include=include, exclude=exclude)
             self._corpora[key] = (tuple(documents), digest)
         documents, digest = self._corpora[key]
         return list(documents), digest

@@ -162,3 +162,70 @@ def test_documents_are_built_as_validation_would_build_them(tmp_path):
 
     assert seen(loaded) == seen(validated)
     assert [Document.model_validate_json(d.model_dump_json()) for d in loaded] == loaded
+
+
+# --- a real documentation folder: what groundkit reads, what it refuses by name, and the patterns that choose
+
+
+def documentation_folder(root: Path) -> Path:
+    """What a team's docs/ holds: Markdown, reStructuredText and text, an HTML export, a PDF, a Word file, an image."""
+    (root / "guides" / "img").mkdir(parents=True)
+    (root / "drafts").mkdir()
+    (root / "guides" / "deploy.md").write_text("# Deploys\n\nA failed deploy is rolled back.\n", encoding="utf-8")
+    (root / "guides" / "api.rst").write_text("API\n===\n\nEvery call needs a token.\n", encoding="utf-8")
+    (root / "notes.txt").write_text("Backups run nightly.\n", encoding="utf-8")
+    (root / "drafts" / "wip.md").write_text("Half a thought.\n", encoding="utf-8")
+    (root / "guides" / "index.html").write_text("<html><body><p>Deploys roll back.</p></body></html>\n",
+                                                encoding="utf-8")
+    (root / "manual.pdf").write_bytes(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n")
+    (root / "spec.docx").write_bytes(b"PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00")
+    (root / "guides" / "img" / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    return root
+
+
+def test_files_groundkit_cannot_read_are_refused_by_name_in_one_message(tmp_path):
+    root = documentation_folder(tmp_path / "docs")
+    message = refusal(root)
+    problem, fix = message.split("\n  fix: ")
+    assert problem.startswith(f"{root}: holds files groundkit cannot read as documents: ")
+    for named in ("1 PDF file (manual.pdf)", "1 word-processor file (spec.docx)", "1 image file (guides/img/logo.png)",
+                  "1 HTML file (guides/index.html)"):
+        assert named in problem
+    assert "pdftotext" in fix and "pandoc" in fix
+    assert "corpus.exclude: ['*.pdf', '*.docx', '*.png', '*.html']" in fix
+    assert "select it with a corpus.include pattern ending in its suffix, e.g. '**/*.html'" in fix
+
+
+def test_exclude_leaves_files_out_and_include_chooses_which_are_read(tmp_path):
+    root = documentation_folder(tmp_path / "docs")
+    # The refusal's own fix, as written: the text documents remain.
+    excluded = ["*.pdf", "*.docx", "*.png", "*.html"]
+    assert [d.path for d in load_corpus(root, exclude=excluded)] == [
+        "drafts/wip.md", "guides/api.rst", "guides/deploy.md", "notes.txt"]
+    assert [d.path for d in load_corpus(root, exclude=[*excluded, "drafts"])] == [
+        "guides/api.rst", "guides/deploy.md", "notes.txt"]
+    # Only what include selects is read, and only then checked: the PDF and the image are never looked at.
+    assert [d.path for d in load_corpus(root, include=["*.md", "*.rst"], exclude=["drafts/**"])] == [
+        "guides/api.rst", "guides/deploy.md"]
+    # HTML is read, as the markup it is, only when a pattern naming its suffix selects it.
+    read = load_corpus(root, include=["*.md", "**/*.html"])
+    assert [d.path for d in read] == ["drafts/wip.md", "guides/deploy.md", "guides/index.html"]
+    assert read[-1].text.startswith("<html>")
+    with pytest.raises(CorpusError, match=r"1 HTML file \(guides/index\.html\)"):
+        load_corpus(root, include=["guides/**"], exclude=["*.png"])
+    # A file left out is no document: the corpus hash is that of the documents read.
+    assert corpus_hash(root, exclude=excluded) == corpus_hash(root, exclude=[*excluded, ".unused"])
+    assert corpus_hash(root, exclude=excluded) != corpus_hash(root, exclude=[*excluded, "notes.txt"])
+    with pytest.raises(CorpusError, match=r"holds no documents that corpus\.include"):
+        load_corpus(root, include=["*.md"], exclude=["*.md"])
+
+
+def test_the_default_reads_what_it_always_read():
+    # The committed corpus, with no patterns: the hash the committed baseline was computed from.
+    import json
+
+    from tests.conftest import REPO
+
+    recorded = json.loads((REPO / "metrics" / "run.json").read_text(encoding="utf-8"))["corpus_hash"]
+    assert corpus_hash(REPO / "evals" / "corpus") == recorded
+    assert corpus_hash(REPO / "evals" / "corpus", include=["**"]) == recorded

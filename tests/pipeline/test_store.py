@@ -377,3 +377,17 @@ def test_runs_in_two_threads_share_nothing(tmp_path):
     assert entered_ok
     assert len(seen["second"][0]) == len(seen["first"][0]) + 1
     assert gc.get_threshold() == before
+
+
+def test_a_runs_corpus_is_shared_per_root_and_patterns(tmp_path):
+    from groundkit.config import CorpusParams
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("Alpha.\n", encoding="utf-8")
+    (tmp_path / "docs" / "b.txt").write_text("Beta.\n", encoding="utf-8")
+    store = RunStore(tmp_path / "scratch")
+    every, markdown = CorpusParams(), CorpusParams(include=["*.md"])
+    for selection, paths in ((every, ["a.md", "b.txt"]), (markdown, ["a.md"]), (None, ["a.md", "b.txt"])):
+        documents, digest = store.corpus(tmp_path / "docs", selection)
+        assert [d.path for d in documents] == paths
+        assert (documents, digest) == Store().corpus(tmp_path / "docs", selection)

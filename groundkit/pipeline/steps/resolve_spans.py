@@ -13,12 +13,12 @@ from groundkit.errors import ArtifactError, CorpusError, InputError, JudgmentsEr
 from groundkit.pipeline.stages import VALIDATION, written_by
 
 if TYPE_CHECKING:
-    from groundkit.config import Params
+    from groundkit.config import CorpusParams, Params
     from groundkit.pipeline.store import Store
 
 
 def run(corpus_root: Path, judgments: Path, validation: Path, out_documents: Path, out_spans: Path,
-        out_sources: Path, *, store: Store) -> list[ResolvedJudgment]:
+        out_sources: Path, *, store: Store, selection: CorpusParams | None = None) -> list[ResolvedJudgment]:
     """Load the corpus and resolve every gold quote; write the corpus snapshot, the spans and what they came from.
 
     The corpus and the judgments are read here again, after validate-judgments read them: an edit in between
@@ -27,7 +27,7 @@ def run(corpus_root: Path, judgments: Path, validation: Path, out_documents: Pat
     validation.json recorded, and the hashes go into span_sources.json, which run.json reports.
     """
 
-    documents, corpus_hash = store.corpus(corpus_root)
+    documents, corpus_hash = store.corpus(corpus_root, selection)  # the documents corpus.include/exclude select
     loaded, judgments_hash = store.judgments(judgments)
     checked = read_json(validation, producer=written_by(VALIDATION))
     try:

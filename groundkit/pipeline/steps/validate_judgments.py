@@ -11,7 +11,7 @@ from groundkit.corpus.audit import audit, check_audit, render
 from groundkit.corpus.judgments import Category
 
 if TYPE_CHECKING:
-    from groundkit.config import AuditParams, Params, TokenizeParams
+    from groundkit.config import AuditParams, CorpusParams, Params, TokenizeParams
     from groundkit.corpus.audit import AuditReport
     from groundkit.pipeline.store import Store
 
@@ -26,11 +26,15 @@ def run(
     *,
     store: Store,
     tokenizer: TokenizeParams | None = None,
+    selection: CorpusParams | None = None,
 ) -> AuditReport:
-    """Check the judgments file, audit it against the corpus (with the index's tokenizer), record the hashes."""
+    """Check the judgments file, audit it against the corpus (with the index's tokenizer), record the hashes.
+
+    ``selection`` holds the corpus.include and corpus.exclude patterns that say which files are documents.
+    """
 
     loaded, judgments_hash = store.judgments(judgments)  # the hash of the very bytes checked
-    documents, corpus_hash = store.corpus(corpus_root)  # and of those audited
+    documents, corpus_hash = store.corpus(corpus_root, selection)  # and of those audited
     report = audit(documents, loaded, tokenizer, tokenize=store.tokenizer(tokenizer))
     # The report is the evidence for whatever the check decides, so it is written first.
     atomic_write_text(out_audit, dumps_json(report.model_dump(mode="json")))

@@ -20,6 +20,7 @@ from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_
 
 from groundkit._globs import checked_patterns
 from groundkit._models import StrictRecord
+from groundkit._suggest import near_path_text
 from groundkit._validation import describe
 from groundkit.errors import DuplicateKeyError, FixableValueError, ParamsError
 from groundkit.retrieval.kinds import SECTIONS, Need, RetrieverKind, parse
@@ -520,7 +521,8 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
     written twice among them) reported by line."""
     path = Path(path)
     if not path.is_file():
-        raise ParamsError(path, "params file does not exist", fix="pass --params PATH or create params.yaml")
+        raise ParamsError(path, f"params file does not exist{near_path_text(path)}",
+                          fix="pass --params PATH or create params.yaml")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -565,7 +567,7 @@ def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
     try:
         params = Params.model_validate(data)
     except ValidationError as exc:
-        key, problem = describe(exc)
+        key, problem = describe(exc, model=Params)
         fix = ("remove or correct the key; known sections are corpus, chunk, bm25, tokenize, retrieve, dense, "
                "hybrid, score, audit, execution")
         first = exc.errors(include_url=False)[0]
@@ -579,7 +581,7 @@ def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
         elif "depth" in problem:
             key = key or "retrieve.depth"
             fix = "raise retrieve.depth to at least max(score.ks) or lower the largest k"
-        elif key:
+        elif key and first["type"] != "extra_forbidden":
             fix = f"see the default params.yaml for the allowed values of {key}"
         raise ParamsError(source, problem, key=key or None, fix=fix) from None
     params._source = params.execution._source = str(source)

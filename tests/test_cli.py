@@ -210,3 +210,66 @@ def test_every_command_that_reads_a_corpus_takes_its_include_and_exclude_pattern
     params = tmp_path / "params.yaml"
     params.write_text("corpus:\n  exclude: ['*.pdf', '*.docx', '*.png', '*.html', 'drafts']\n", encoding="utf-8")
     assert groundkit(*commands["check"], "--params", str(params)).returncode == 0
+
+
+def test_every_subcommands_help_page_says_what_it_does():
+    import argparse
+
+    from groundkit.cli import build_parser
+
+    def commands(parser: argparse.ArgumentParser, name: str):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                said = {choice.dest: choice.help for choice in action._choices_actions}
+                for sub, command in action.choices.items():
+                    yield f"{name} {sub}", said[sub], command
+                    yield from commands(command, f"{name} {sub}")
+
+    found = list(commands(build_parser(), "groundkit"))
+    assert len(found) >= 17
+    for name, line, command in found:
+        page = " ".join(command.format_help().split())
+        # The page opens, after its usage, with the command's own line from the list of commands, as a sentence.
+        opening = " ".join((line[0].upper() + line[1:]).replace("%%", "%").split())
+        assert opening in page, name
+        before = page[:page.index(opening)]
+        assert before.startswith("usage: ") and "options:" not in before and "arguments:" not in before, name
+    shown = subprocess.run(["groundkit", "run", "--help"], capture_output=True, text=True, env=env(), check=True)
+    assert "Evaluate a retriever on a corpus and judgments" in shown.stdout
+
+
+@pytest.mark.parametrize(("case", "suggestion"), [
+    ("params key", "key 'chunk.sise': is not a known field (a typo?); did you mean chunk.size?"),
+    ("params section", "key 'chunkk': is not a known field (a typo?); did you mean chunk?"),
+    ("judgment field", "key 'gold.0.qoute': is not a known field (a typo?); did you mean gold.0.quote?"),
+    ("gold document", "document 'ops/backups.md' is not a file in the corpus root"),
+    ("corpus path", "corpus root does not exist; did you mean"),
+    ("judgments path", "judgments file does not exist; did you mean"),
+    ("params path", "params file does not exist; did you mean"),
+])
+def test_a_misspelt_key_or_path_gets_a_did_you_mean(tiny_corpus, tmp_path, case, suggestion):
+    corpus, judgments = tiny_corpus
+    params = tmp_path / "params.yaml"
+    params.write_text("chunk:\n  size: 60\n", encoding="utf-8")
+    args = {"corpus": str(corpus), "judgments": str(judgments), "params": str(params)}
+    sets: list[str] = []
+    if case == "params key":
+        sets = ["--set", "chunk.sise=400"]
+    elif case == "params section":
+        sets = ["--set", "chunkk.size=400"]
+    elif case in ("judgment field", "gold document"):
+        first, *rest = judgments.read_text().splitlines()
+        first = first.replace('"quote"', '"qoute"') if case == "judgment field" else \
+            first.replace("ops/backup.md", "ops/backups.md")
+        judgments.write_text("\n".join([first, *rest]) + "\n")
+    else:
+        key = case.split()[0]
+        args[key] = args[key][:-2] + args[key][-1]  # one letter dropped: corpu, judgments.jsonl -> judgments.jsol
+    result = groundkit("run", "--corpus", args["corpus"], "--judgments", args["judgments"], "--params", args["params"],
+                       "--out", str(tmp_path / "out"), *sets)
+    assert result.returncode == 1 and suggestion in result.stderr, result.stderr
+    if case == "gold document":
+        assert "did you mean 'ops/backup.md'?" in result.stderr
+    if case.endswith("path"):
+        meant = {"corpus": corpus, "judgments": judgments, "params": params}[case.split()[0]]
+        assert f"did you mean {meant.as_posix()!r}?" in result.stderr

@@ -26,7 +26,23 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for module in (_evaluate, _judgments, _reports, _repository, _datasets):
         module.add(commands)
+    _say_what_each_does(parser)
     return parser
+
+
+def _say_what_each_does(parser: argparse.ArgumentParser) -> None:
+    """Open every subcommand's help page with what the command does: its line in the list of commands, as a
+    sentence, before whatever its description adds (``groundkit run --help`` said nothing of the kind)."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        said = {choice.dest: choice.help for choice in action._choices_actions}
+        for name, command in action.choices.items():
+            line = (said.get(name) or "").replace("%%", "%").strip()
+            if line:
+                first = line[0].upper() + line[1:] + ("" if line.endswith(".") else ".")
+                command.description = f"{first} {command.description}" if command.description else first
+            _say_what_each_does(command)
 
 
 def _version() -> str:

@@ -98,7 +98,8 @@ def _check_report(args: argparse.Namespace) -> None:
 
 def add(commands: Any) -> None:
     """Add this module's subcommands."""
-    run = commands.add_parser("run", help="run the whole evaluation in-process into --out")
+    run = commands.add_parser("run", help="evaluate a retriever on a corpus and judgments: every step of the pipeline "
+                              "in this process, without DVC, its artifacts written into --out")
     add_inputs(run, params_help="params.yaml (defaults when omitted)", set_example="chunk.size=400")
     run.add_argument("--out", required=True, help="output directory for the artifacts")
     run.add_argument("--force", action="store_true", help=FORCE_HELP)

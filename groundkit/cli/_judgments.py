@@ -101,6 +101,7 @@ def _quote(args: argparse.Namespace, corpus: dict[str, Any], *, category: str = 
     printed, numbered."""
     import json
 
+    from groundkit._suggest import did_you_mean
     from groundkit.corpus.authoring import elsewhere, propose, shortest
     from groundkit.errors import JudgmentsError
 
@@ -112,7 +113,7 @@ def _quote(args: argparse.Namespace, corpus: dict[str, Any], *, category: str = 
     document = corpus.get(args.document)
     if document is None:
         raise JudgmentsError("--document", f"{args.document!r} is not a document of the corpus {args.corpus}"
-                             + _did_you_mean(args.document, corpus),
+                             + did_you_mean(args.document, corpus),
                              fix="give its path relative to the corpus folder, as judgments name it")
     if args.shortest and args.choose is not None:
         raise JudgmentsError("--shortest", "and --choose both pick a proposal", fix="give one of them")
@@ -137,12 +138,6 @@ def _quote(args: argparse.Namespace, corpus: dict[str, Any], *, category: str = 
         chosen = proposals[choose - 1]
     return chosen
 
-
-def _did_you_mean(name: str, known: Any) -> str:
-    import difflib
-
-    near = difflib.get_close_matches(name, sorted(known), n=1)
-    return f"; did you mean {near[0]!r}?" if near else ""
 
 def _cmd_judgments_repair(args: argparse.Namespace) -> int:
     import contextlib
@@ -330,7 +325,8 @@ def add(commands: Any) -> None:
         "judgments", help="check, format, add to and repair a judgments file",
         description="Tools for writing judgments by hand; evals/README.md shows them at work.")
     actions = judgments.add_subparsers(dest="action", required=True)
-    check = actions.add_parser("check", help="what CI runs: ids unique and sorted, every quote resolves, formatted")
+    check = actions.add_parser("check", help="check a judgments file as CI does: ids unique and sorted, every quote "
+                               "resolves exactly once, the file in canonical form")
     check.add_argument("--corpus", required=True, help="directory of documents")
     check.add_argument("--judgments", required=True, help="judgments JSONL file")
     add_selection(check)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import difflib
 import errno
 import fcntl
 import os
@@ -34,6 +33,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from groundkit._atomic import atomic_write_text
+from groundkit._suggest import did_you_mean
 from groundkit._text import decode_utf8_lf
 from groundkit._validation import describe
 from groundkit.corpus.audit import normalise
@@ -372,9 +372,7 @@ def amended(path: Path, judgments: Sequence[Judgment], query_id: str, quote: Pro
     by_id = {j.query_id: j for j in judgments}
     judgment = by_id.get(query_id)
     if judgment is None:
-        near = difflib.get_close_matches(query_id, list(by_id), n=1)
-        raise JudgmentsError("--to", f"{query_id!r} is not a judgment of {path}"
-                             + (f"; did you mean {near[0]!r}?" if near else ""),
+        raise JudgmentsError("--to", f"{query_id!r} is not a judgment of {path}{did_you_mean(query_id, by_id)}",
                              fix="name the query_id of an existing judgment, or leave --to out to add a new one")
     if judgment.category is Category.NO_ANSWER:
         raise JudgmentsError("--to", f"{query_id!r} is a no_answer judgment (line {judgment.line}): a gold quote would "

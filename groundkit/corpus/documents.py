@@ -25,6 +25,7 @@ from pathlib import Path
 
 from groundkit._globs import Patterns
 from groundkit._models import assembled
+from groundkit._suggest import near_path_text
 from groundkit._text import decode_utf8_lf
 from groundkit.corpus.formats import refusal, refused_format
 from groundkit.corpus.passage import Document, content_id
@@ -110,7 +111,8 @@ def corpus_files(root: Path, include: Sequence[str] = (), exclude: Sequence[str]
     files of a kind groundkit cannot read as text (groundkit/corpus/formats.py), in another.
     """
     if not root.exists():
-        raise CorpusError(root, "corpus root does not exist", fix="check corpus.root in params.yaml or --corpus")
+        raise CorpusError(root, f"corpus root does not exist{near_path_text(root)}",
+                          fix="check corpus.root in params.yaml or --corpus")
     if not root.is_dir():
         raise CorpusError(root, "corpus root is not a directory", fix="point corpus.root at the folder of documents")
     real_root = root.resolve()

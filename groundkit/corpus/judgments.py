@@ -21,6 +21,7 @@ from pydantic import Field, PrivateAttr, ValidationError, field_validator, model
 
 from groundkit._json import loads_line
 from groundkit._models import StrictRecord
+from groundkit._suggest import near_path_text
 from groundkit._text import decode_utf8_lf
 from groundkit._validation import describe
 from groundkit.errors import JSONLineError, JudgmentsError
@@ -186,7 +187,7 @@ def parse_judgment(path: Path, line_number: int, line: str) -> Judgment:
     try:
         judgment = Judgment.model_validate(raw)
     except ValidationError as exc:
-        key, problem = describe(exc)
+        key, problem = describe(exc, model=Judgment)
         raise JudgmentsError(path, f"{problem}", key=key or None, line=line_number, fix=_fix_for(key)) from None
     judgment._line = line_number
     return judgment
@@ -227,7 +228,8 @@ def load_judgments_hashed(path: str | Path, *, ordered: bool = True) -> tuple[li
 def judgments_bytes(path: Path) -> bytes:
     """The bytes of a judgments file, read once: they are both parsed and hashed."""
     if not path.is_file():
-        raise JudgmentsError(path, "judgments file does not exist", fix="check corpus.judgments in params.yaml")
+        raise JudgmentsError(path, f"judgments file does not exist{near_path_text(path)}",
+                             fix="check corpus.judgments in params.yaml (or --judgments)")
     return path.read_bytes()
 
 

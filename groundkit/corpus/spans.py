@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from groundkit._models import StrictRecord
+from groundkit._suggest import did_you_mean
 from groundkit.corpus.judgments import Category, GoldSpan, Judgment
 from groundkit.corpus.passage import (
     LISTED,
@@ -126,13 +127,14 @@ def _check_document_path(judgment: Judgment, name: str, judgments_path: str | Pa
 
 
 def _missing_document(
-    judgment: Judgment, name: str, judgments_path: str | Path, corpus_root: str | Path, key: str
+    judgment: Judgment, name: str, judgments_path: str | Path, corpus_root: str | Path, key: str,
+    documents: Iterable[str] = (),
 ) -> SpanError:
     what = "is a directory, not a file," if (Path(corpus_root) / name).is_dir() else "is not a file"
     return SpanError(
         judgments_path,
         f"judgment {judgment.query_id!r}: document {name!r} {what} in the corpus root "
-        f"{Path(corpus_root).as_posix()!r}",
+        f"{Path(corpus_root).as_posix()!r}{did_you_mean(name, documents)}",
         fix="name one document by its path relative to the corpus root (case-sensitive), or add the document",
         line=judgment.line or None,
         key=key,
@@ -162,7 +164,8 @@ def resolve_judgments(
                 _check_document_path(judgment, gold.document, judgments_path, "gold.document")
                 document = documents.get(gold.document)
                 if document is None:
-                    raise _missing_document(judgment, gold.document, judgments_path, corpus_root, "gold.document")
+                    raise _missing_document(judgment, gold.document, judgments_path, corpus_root, "gold.document",
+                                            documents)
                 spans.append(resolve_gold_span(judgment, gold, document, judgments_path=judgments_path))
             except SpanError as exc:
                 broken.append(exc)
@@ -171,7 +174,8 @@ def resolve_judgments(
             try:
                 _check_document_path(judgment, name, judgments_path, "exclude_documents")
                 if name not in documents:
-                    raise _missing_document(judgment, name, judgments_path, corpus_root, "exclude_documents")
+                    raise _missing_document(judgment, name, judgments_path, corpus_root, "exclude_documents",
+                                            documents)
             except SpanError as exc:
                 broken.append(exc)
         if not broken:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groundkit._json import loads_line
+from groundkit._suggest import near_path_text
 from groundkit._text import utf8_lf_lines
 from groundkit.corpus.passage import Document, Excerpt, NotOnce, Passage, is_corpus_relative, locate_once
 from groundkit.errors import JSONLineError, RunFileError
@@ -136,7 +137,8 @@ def read_external_run(
     """
     path = Path(path)
     if not path.is_file():
-        problem = "is a directory, not a run file" if path.is_dir() else "run file does not exist"
+        problem = "is a directory, not a run file" if path.is_dir() else \
+            f"run file does not exist{near_path_text(path)}"
         raise RunFileError(path, problem, fix="check the path (retrieve.run or score-run's RUN)")
     known = set(query_ids)
     by_query: dict[str, dict[int, tuple[int, Excerpt]]] = {}

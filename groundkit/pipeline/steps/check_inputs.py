@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from groundkit._atomic import atomic_write_text
 from groundkit._lines import dumps_json
+from groundkit._suggest import near_path_text
 from groundkit.errors import InputError
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def _problem(missing: list[tuple[str, Path]], here: Path) -> str:
     if _in_experiment(here):
         return (f"{named} it is not in this experiment's copy of the repository{also}. A queued or --temp "
                 "experiment holds only what git commits and DVC tracks")
-    return f"{named} it does not exist{also}"
+    return f"{named} it does not exist{near_path_text(missing[0][1])}{also}"
 
 
 def _fix(missing: list[tuple[str, Path]], here: Path) -> str:

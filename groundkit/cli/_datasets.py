@@ -36,7 +36,19 @@ def _cmd_import_beir(args: argparse.Namespace) -> int:
                      f"percent-encoded (listed in {MANIFEST_NAME})")
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
+    skipped_queries = manifest["queries_skipped"]
+    if skipped_queries:
+        total = manifest["judgments"] + len(skipped_queries)
+        shown = ", ".join(skipped_queries[:SHOWN]) + (f" and {len(skipped_queries) - SHOWN} more"
+                                                       if len(skipped_queries) > SHOWN else "")
+        print(f"warning: {len(skipped_queries)} of {total} queries of queries.jsonl have no qrel above 0 in "
+              f"qrels/{args.split}.tsv (another split's, or judged not relevant) and get no judgment: {shown} "
+              f"(queries_skipped in {MANIFEST_NAME})", file=sys.stderr)
     return 0
+
+
+SHOWN = 10
+"""How many skipped queries or tied documents a warning names before it counts the rest."""
 
 def _cmd_import_squad(args: argparse.Namespace) -> int:
     from groundkit.corpus.squad import MANIFEST as MANIFEST_NAME
@@ -58,6 +70,12 @@ def _cmd_export_beir(args: argparse.Namespace) -> int:
     counts = export_beir(args.run, args.import_dir, args.out, force=args.force)
     print(f"{counts['queries']} queries, {counts['documents_ranked']} ranked documents and {counts['qrels']} qrels "
           f"with BEIR ids written to {args.out} (run.trec, qrels.trec)")
+    if counts["tied_queries"]:
+        print(f"warning: {counts['tied_queries']} of {counts['queries']} queries rank documents with equal scores "
+              f"({counts['tied_documents']} documents in ties; {counts['tied_in_top_10']} queries with one in "
+              f"their top 10, the first at rank {counts['first_tied_rank']}): trec_eval and ir_measures order them by "
+              "document id, not as groundkit ranked them, so their figures can differ where a tie straddles a "
+              "cut-off", file=sys.stderr)
     return 0
 
 def add(commands: Any) -> None:

@@ -44,7 +44,10 @@ def export_beir(run_dir: str | Path, import_dir: str | Path, out: str | Path, *,
     judgments; the corpus hash in its run.json must match the import's corpus.
 
     Returns:
-        Counts: queries, documents ranked, qrels.
+        Counts: queries, documents ranked, qrels; and the ties trec tools break otherwise than groundkit did:
+        ``tied_queries`` (queries whose exported run gives two documents one score), ``tied_documents`` (the
+        documents in such ties), ``tied_in_top_10`` (queries with a tie in their top 10) and
+        ``first_tied_rank`` (the best rank a tie reaches; 0 without ties).
 
     Raises:
         DatasetError: ``import_dir`` is not an import, or the run was made on another corpus.
@@ -74,21 +77,42 @@ def export_beir(run_dir: str | Path, import_dir: str | Path, out: str | Path, *,
     ids = {name: _docno(import_dir, name) for name in set(document.values())}
 
     run_lines, ranked = [], 0
+    ties = {"tied_queries": 0, "tied_documents": 0, "tied_in_top_10": 0, "first_tied_rank": 0}
     for query_id, ranking in rankings.items():
         seen: set[str] = set()
+        scores: list[float | None] = []
         for passage_id, score in ranking:
             name = document[passage_id]
             if name not in seen:
                 seen.add(name)
+                scores.append(score)
                 run_lines.append(f"{query_id} Q0 {ids[name]} {len(seen)} {score!r} {TAG}")
         ranked += len(seen)
+        _count_ties(scores, ties)
     qrels_lines = [f"{j.query_id} 0 {_docno(import_dir, g.document)} {g.grade}"
                    for j in judgments for g in sorted(j.gold, key=lambda g: document_id(g.document))]
     with output_folder(out, command="export-beir", artifacts=(RUN, QRELS),
                        inputs={"the run folder": run_dir, "the import folder": import_dir}, force=force) as tmp:
         atomic_write_lines(tmp / RUN, run_lines)
         atomic_write_lines(tmp / QRELS, qrels_lines)
-    return {"queries": len(rankings), "documents_ranked": ranked, "qrels": len(qrels_lines)}
+    return {"queries": len(rankings), "documents_ranked": ranked, "qrels": len(qrels_lines), **ties}
+
+
+def _count_ties(scores: list[float | None], ties: dict[str, int]) -> None:
+    """Add the ties of one query's exported scores (best first) to ``ties``: trec_eval and ir_measures order equal
+    scores by document id, not as groundkit ranked them. A run of ranks only (scores None) has none."""
+    def tied_at(rank: int) -> bool:
+        score = scores[rank - 1]
+        return score is not None and ((rank > 1 and scores[rank - 2] == score) or
+                                      (rank < len(scores) and scores[rank] == score))
+
+    tied = [rank for rank in range(1, len(scores) + 1) if tied_at(rank)]
+    if not tied:
+        return
+    ties["tied_queries"] += 1
+    ties["tied_documents"] += len(tied)
+    ties["tied_in_top_10"] += tied[0] <= 10
+    ties["first_tied_rank"] = min(ties["first_tied_rank"] or tied[0], tied[0])
 
 
 def _docno(import_dir: Path, name: str) -> str:

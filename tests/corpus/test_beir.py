@@ -192,8 +192,12 @@ def test_cli_prints_a_summary_and_no_progress_bar_off_a_terminal(tmp_path):
                             capture_output=True, text=True, env=env(), check=False)
     assert result.returncode == 0
     assert result.stdout.startswith("4 documents, 2 judgments (3 relevant documents) written to ")
-    # stderr is a pipe here: only the note about graded qrels, no progress bar.
-    assert result.stderr == "note: qrels are graded (up to 2); the grades are kept as nDCG's gains\n"
+    # stderr is a pipe here: the note about graded qrels and the query left without a judgment, no progress bar.
+    # q3 has only a score-0 qrel (d4): of the three queries, it is the one skipped, and named.
+    assert result.stderr == ("note: qrels are graded (up to 2); the grades are kept as nDCG's gains\n"
+                             "warning: 1 of 3 queries of queries.jsonl have no qrel above 0 in qrels/test.tsv "
+                             "(another split's, or judged not relevant) and get no judgment: q3 (queries_skipped in "
+                             "beir-import.json)\n")
     bad = subprocess.run(["groundkit", "import-beir", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o2")],
                          capture_output=True, text=True, env=env(), check=False)
     assert bad.returncode == 1 and bad.stderr.startswith("error: ") and "is not a directory" in bad.stderr
@@ -249,3 +253,40 @@ def test_unusual_json_is_one_message_through_import_beir(tmp_path, capsys, name)
     assert stderr.startswith("error: ") and stderr.count("error: ") == 1, stderr
     assert case.where in stderr and case.what in stderr and "fix:" in stderr and "Traceback" not in stderr, stderr
     assert [p.name for p in tmp_path.iterdir()] == ["beir"]  # no --out, no temporary folder
+
+
+def test_export_warns_of_the_ties_trec_tools_break_otherwise(tmp_path):
+    # d1 and d2 are the same text, so BM25 gives them one score for any query; d3 shares no word with q1.
+    corpus = [{"_id": "d1", "title": "", "text": "Backups run hourly."},
+              {"_id": "d2", "title": "", "text": "Backups run hourly."},
+              {"_id": "d3", "title": "", "text": "Replicas copy snapshots of ranges nightly."}]
+    queries = [{"_id": "q1", "text": "backups hourly"}, {"_id": "q2", "text": "replicas snapshots nightly"}]
+    source = write_dataset(tmp_path / "beir", corpus=corpus, queries=queries,
+                           qrels=["q1\td1\t1", "q2\td3\t1"])
+    import_beir(source, tmp_path / "imp")
+    assert main(["run", "--corpus", str(tmp_path / "imp" / "corpus"), "--judgments",
+                 str(tmp_path / "imp" / "judgments.jsonl"), "--out", str(tmp_path / "run"), "--set",
+                 "chunk.strategy=document", "--set", "audit.max_trivial_share=1.0"]) == 0
+    result = subprocess.run(["groundkit", "export-beir", str(tmp_path / "run"), "--import", str(tmp_path / "imp"),
+                             "--out", str(tmp_path / "trec")], capture_output=True, text=True, env=env(), check=False)
+    assert result.returncode == 0, result.stderr
+    # q1 ranks d1 and d2 at ranks 1 and 2 with one score; q2 ranks d3 alone (no other document shares its words).
+    lines = (tmp_path / "trec" / "run.trec").read_text().splitlines()
+    assert [line.split()[:4] for line in lines] == [["q1", "Q0", "d1", "1"], ["q1", "Q0", "d2", "2"],
+                                                   ["q2", "Q0", "d3", "1"]]
+    assert lines[0].split()[4] == lines[1].split()[4]
+    assert result.stderr == ("warning: 1 of 2 queries rank documents with equal scores (2 documents in ties; 1 "
+                             "queries with one in their top 10, the first at rank 1): trec_eval and ir_measures "
+                             "order them by document id, not as groundkit ranked them, so their figures can differ "
+                             "where a tie straddles a cut-off\n")
+
+
+def test_ties_are_counted_by_hand():
+    from groundkit.reports.beir_export import _count_ties
+
+    ties = {"tied_queries": 0, "tied_documents": 0, "tied_in_top_10": 0, "first_tied_rank": 0}
+    scores = [9.0, 8.0] + [7.0] * 8 + [6.0, 6.0, 5.0]  # ranks 3-10 tie, 11-12 tie
+    _count_ties(scores, ties)
+    _count_ties([None, None], ties)  # a run of ranks only: no scores to tie
+    _count_ties([3.0] * 9 + [1.0, 1.0], ties)  # ranks 1-9, then 10-11
+    assert ties == {"tied_queries": 2, "tied_documents": 10 + 11, "tied_in_top_10": 2, "first_tied_rank": 1}

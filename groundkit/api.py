@@ -14,19 +14,25 @@ A retriever is a name of ``retrieve.retriever`` (``"bm25"``, ``"dense"``, ...), 
 ``search(query, depth)`` returning ``(chunk_id, score)`` pairs best first, or a factory
 ``(chunks, options)`` that returns one: the contract of a ``python:`` retriever
 (groundkit/retrieval/kinds.py), checked the same way, and handed to the run as the object it is. Each run writes the
-artifacts of ``groundkit run`` into ``out`` (a new temporary folder when none is given), so
-``Results.report()`` can show its passages.
+artifacts of ``groundkit run`` into ``out``, so ``Results.report()`` can show its passages. Without ``out`` they go
+into a new temporary folder that belongs to the result: it is removed when the result is released (garbage
+collected, or at the interpreter's exit), so a notebook that evaluates in a loop does not fill the disk. Pass
+``out=`` to keep them.
 """
 
 from __future__ import annotations
 
+import html
+import json
+import shutil
 import tempfile
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groundkit.errors import RetrieverError
+from groundkit.errors import ArtifactError, RetrieverError
 from groundkit.reports.compare import compare
 from groundkit.reports.sides import NO_ANSWER, Side, read_side
 from groundkit.retrieval.kinds import PythonObject, RetrieverKind, parse
@@ -47,6 +53,43 @@ class Results:
     name: str
     side: Side
     folder: Path | None = None
+
+    def __repr__(self) -> str:
+        """One line: the run, its queries, its headline figures and its folder (the values stay in ``per_query``)."""
+        answerable = sum(1 for c in self.side.categories if c != NO_ANSWER)
+        shown = ", ".join(f"{name} {value:.4f}" for name, value in self._headline().items())
+        return (f"<Results {self.name!r}: {answerable} answerable and {len(self.side.categories) - answerable} "
+                f"no_answer queries; {shown}; folder {self._where()}>")
+
+    def _repr_html_(self) -> str:
+        """What a notebook shows: the line of ``repr`` and every metric, overall and per category, in one table."""
+        categories = sorted({c for c in self.side.categories if c != NO_ANSWER})
+        table = self.by_category
+        head = "".join(f"<th>{html.escape(c)} ({int(table.loc[c, 'queries'])})</th>" for c in categories)
+        answerable = sum(1 for c in self.side.categories if c != NO_ANSWER)
+        rows = "".join(
+            f"<tr><th>{html.escape(m)}</th><td>{value:.4f}</td>"
+            + "".join(f"<td>{table.loc[c, m]:.4f}</td>" for c in categories) + "</tr>"
+            for m, value in self.metrics.items())
+        return (f"<div><p><strong>{html.escape(self.name)}</strong>: {answerable} answerable and "
+                f"{len(self.side.categories) - answerable} no_answer queries; folder {html.escape(self._where())}</p>"
+                f"<table><thead><tr><th>metric</th><th>all ({answerable})</th>{head}</tr></thead>"
+                f"<tbody>{rows}</tbody></table></div>")
+
+    def _where(self) -> str:
+        if self.folder is None:
+            return "none"
+        return str(self.folder) if self.folder.exists() else f"{self.folder} (removed)"
+
+    def _headline(self) -> dict[str, float]:
+        """metrics.json's figures when the folder holds it, else the first four metrics."""
+        metrics = self.metrics
+        if self.folder is not None:
+            for found in (self.folder / "metrics.json", self.folder / "metrics" / "metrics.json"):
+                if found.is_file():
+                    names = [n for n in json.loads(found.read_text(encoding="utf-8")) if n in metrics]
+                    return {n: metrics[n] for n in names}
+        return dict(list(metrics.items())[:4])
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -96,6 +139,11 @@ class Results:
         from groundkit.reports.page_data import Input, checked
 
         def page_input(results: Results) -> Input:
+            if results.folder is not None and not results.folder.is_dir():
+                raise ArtifactError(results.folder, f"is gone: it held the artifacts of {results.name!r} that a report "
+                                    "shows, and was removed (an evaluate() without out= keeps them in a temporary "
+                                    "folder only while its result lives)",
+                                    fix="evaluate again with out=FOLDER to keep the artifacts, then ask for the report")
             spec = str(results.folder) if results.folder is not None else results.name
             evidence, note = checked(results.side, locate(spec, Path.cwd()))
             return Input(results.side, evidence, note, [])
@@ -136,9 +184,20 @@ def _run(corpus: str | Path, judgments: str | Path, params: str | Path | None, o
     loaded = load_params(params, overrides)
     if kind is not None:
         loaded = loaded.retrieving(kind)
-    folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="groundkit-"))
-    run(corpus, judgments, loaded, folder, command=command, inputs={"the params file": params})
-    return Results(folder.name, replace(read_side(str(folder), cwd=Path.cwd()), label=folder.name), folder)
+    if out is not None:
+        folder = Path(out)
+        run(corpus, judgments, loaded, folder, command=command, inputs={"the params file": params})
+        return Results(folder.name, replace(read_side(str(folder), cwd=Path.cwd()), label=folder.name), folder)
+    folder = Path(tempfile.mkdtemp(prefix="groundkit-"))
+    try:
+        run(corpus, judgments, loaded, folder, command=command, inputs={"the params file": params})
+        results = Results(folder.name, replace(read_side(str(folder), cwd=Path.cwd()), label=folder.name), folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # made here, for this run alone
+        raise
+    # The folder is the result's: removed with it (when it is collected, or at exit), as a TemporaryDirectory is.
+    weakref.finalize(results, shutil.rmtree, folder, ignore_errors=True)
+    return results
 
 
 def evaluate(corpus: str | Path, judgments: str | Path, retriever: Any = None, *, params: str | Path | None = None,
@@ -150,7 +209,8 @@ def evaluate(corpus: str | Path, judgments: str | Path, retriever: Any = None, *
             ``(chunks, options)`` returning one; None keeps the params' own.
         params: A params.yaml (the defaults when None).
         set: Overrides, ``{"chunk.size": 400}`` or ``["chunk.size=400"]``, as ``--set`` gives them.
-        out: The folder for the artifacts: new, empty, or one groundkit wrote (a temporary one when None).
+        out: The folder for the artifacts: new, empty, or one groundkit wrote. When None, a temporary folder that
+            is removed when the result is released (pass ``out`` to keep the artifacts).
     """
     return _run(corpus, judgments, params, _overrides(set), out, "run", _kind(retriever))
 

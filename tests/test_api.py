@@ -132,3 +132,47 @@ def test_readme_block_runs_as_written(tmp_path, monkeypatch):
     assert lines[0] == f"{committed['ndcg@10']:.4f}"
     # `groundkit compare` counts 67 queries whose first gold rank got worse from 800 to 400 characters.
     assert any(line.startswith("67 queries fell, among them q") for line in lines)
+
+
+def test_a_result_shows_itself_in_one_line_and_as_a_table(tiny):
+    results = tiny["small"]
+    shown = repr(results)
+    headline = json.loads((results.folder / "metrics.json").read_text(encoding="utf-8"))
+    figures = ", ".join(f"{name} {value:.4f}" for name, value in headline.items())
+    assert shown == (f"<Results 'small': 3 answerable and 1 no_answer queries; {figures}; folder {results.folder}>")
+    page = results._repr_html_()
+    # One row per metric: the mean over the answerable queries, then per category (one query each here).
+    assert page.split("<tbody>")[1].count("<tr><th>") == len(results.side.metric_names)
+    row = re.search(r"<tr><th>mrr</th>(.*?)</tr>", page).group(1)
+    assert re.findall(r"<td>([0-9.]+)</td>", row) == [f"{2 / 3:.4f}", "1.0000", "0.0000", "1.0000"]
+    assert "<th>factoid (1)</th><th>lexical_gap (1)</th><th>multi_passage (1)</th>" in page
+
+
+def test_the_temporary_folder_goes_with_its_result(tiny, tmp_path, monkeypatch):
+    import gc
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where mkdtemp makes the result's folder
+    results = gk.evaluate(tiny["corpus"], tiny["judgments"], set={**AUDIT_OFF, "chunk.size": 60})
+    folder = results.folder
+    assert folder.parent == tmp_path and (folder / "per_query.csv").is_file()
+    # Its folder removed while it lives (by hand, by a cleaner of /tmp): the report says so, and how to keep it.
+    shutil.rmtree(folder)
+    assert repr(results).endswith(f"folder {folder} (removed)>")
+    with pytest.raises(gk.ArtifactError, match="is gone: it held the artifacts of") as info:
+        results.report(tmp_path / "page.html")
+    assert "out=FOLDER" in info.value.fix and not (tmp_path / "page.html").exists()
+    again = gk.evaluate(tiny["corpus"], tiny["judgments"], set={**AUDIT_OFF, "chunk.size": 60})
+    kept = again.folder
+    del results, again
+    gc.collect()
+    assert not kept.exists() and list(tmp_path.iterdir()) == []
+    # A run that fails leaves no folder behind either.
+    with pytest.raises(gk.JudgmentsError):
+        gk.evaluate(tiny["corpus"], tmp_path / "missing.jsonl", set=AUDIT_OFF)
+    assert list(tmp_path.iterdir()) == []
+    # A folder given as out= is the caller's: it stays.
+    given = gk.evaluate(tiny["corpus"], tiny["judgments"], set={**AUDIT_OFF, "chunk.size": 60}, out=tmp_path / "mine")
+    del given
+    gc.collect()
+    assert (tmp_path / "mine" / "per_query.csv").is_file()

@@ -42,7 +42,15 @@ def _cmd_judgments_add(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace, corpus: dict[str, Any], path: Path) -> int:
-    from groundkit.corpus.authoring import amended, insert, make_judgment, next_query_id, read_for_add, replace_line
+    from groundkit.corpus.authoring import (
+        amended,
+        insert,
+        make_judgment,
+        next_query_id,
+        quotable,
+        read_for_add,
+        replace_line,
+    )
     from groundkit.corpus.judgments import Category, GoldSpan
     from groundkit.errors import JudgmentsError
 
@@ -52,6 +60,7 @@ def _add(args: argparse.Namespace, corpus: dict[str, Any], path: Path) -> int:
         if not existing:
             raise JudgmentsError("--to", f"{path} holds no judgment to add a quote to",
                                  fix="leave --to out to add a new judgment (with --query)")
+        quotable(path, existing, args.to)  # before the proposals are printed
         changed = amended(path, existing, args.to, _quote(args, corpus), replace=args.replace)
         if args.dry_run:
             print(f"would change {path}:{changed.line} to: {changed.to_json()}")

@@ -360,14 +360,11 @@ def insert(path: Path, judgments: Sequence[Judgment], new: Judgment) -> int:
     return index + 1
 
 
-def amended(path: Path, judgments: Sequence[Judgment], query_id: str, quote: Proposal, *,
-            replace: int | None = None) -> Judgment:
-    """Judgment ``query_id`` of ``path`` with ``quote`` appended to its gold, or put in place of its quote number
-    ``replace`` (from 1, keeping that quote's grade); its ``line`` is the judgment's line in the file.
+def quotable(path: Path, judgments: Sequence[Judgment], query_id: str) -> Judgment:
+    """Judgment ``query_id`` of ``path``, which a quote can be added to.
 
     Raises:
-        JudgmentsError: no such judgment, a no_answer one, no quote number ``replace``, or another of its quotes
-            that overlaps this one (it would mark no other passage relevant: widen that quote instead).
+        JudgmentsError: there is no such judgment, or it is a no_answer one.
     """
     by_id = {j.query_id: j for j in judgments}
     judgment = by_id.get(query_id)
@@ -378,6 +375,19 @@ def amended(path: Path, judgments: Sequence[Judgment], query_id: str, quote: Pro
         raise JudgmentsError("--to", f"{query_id!r} is a no_answer judgment (line {judgment.line}): a gold quote would "
                              "make it answerable", fix="change its category in the file first, or quote into another "
                              "judgment")
+    return judgment
+
+
+def amended(path: Path, judgments: Sequence[Judgment], query_id: str, quote: Proposal, *,
+            replace: int | None = None) -> Judgment:
+    """Judgment ``query_id`` of ``path`` with ``quote`` appended to its gold, or put in place of its quote number
+    ``replace`` (from 1, keeping that quote's grade); its ``line`` is the judgment's line in the file.
+
+    Raises:
+        JudgmentsError: no such judgment, a no_answer one, no quote number ``replace``, or another of its quotes
+            that overlaps this one (it would mark no other passage relevant: widen that quote instead).
+    """
+    judgment = quotable(path, judgments, query_id)
     quotes = list(judgment.gold)
     gold = GoldSpan(document=quote.document.path, quote=quote.quote)
     if replace is not None:

@@ -36,19 +36,24 @@ def _cmd_import_beir(args: argparse.Namespace) -> int:
                      f"percent-encoded (listed in {MANIFEST_NAME})")
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    skipped_queries = manifest["queries_skipped"]
-    if skipped_queries:
-        total = manifest["judgments"] + len(skipped_queries)
-        shown = ", ".join(skipped_queries[:SHOWN]) + (f" and {len(skipped_queries) - SHOWN} more"
-                                                       if len(skipped_queries) > SHOWN else "")
-        print(f"warning: {len(skipped_queries)} of {total} queries of queries.jsonl have no qrel above 0 in "
-              f"qrels/{args.split}.tsv (another split's, or judged not relevant) and get no judgment: {shown} "
-              f"(queries_skipped in {MANIFEST_NAME})", file=sys.stderr)
+    skipped = manifest["queries_without_relevant"]
+    if skipped:
+        # A query whose relevant documents the dataset lacks is named: the split meant it to be judged.
+        left = manifest["queries_left_without_relevant"]
+        named = ", ".join(left[:SHOWN]) + (f" and {len(left) - SHOWN} more" if len(left) > SHOWN else "")
+        unjudged = skipped - len(left)
+        parts = [f"{unjudged} {'has' if unjudged == 1 else 'have'} no qrel above 0 in qrels/{args.split}.tsv (another split's queries, "
+                 "or judged not relevant)"]
+        if left:
+            parts.append(f"{len(left)} {'has' if len(left) == 1 else 'have'} qrels above 0 only for documents the dataset lacks: {named} "
+                         f"(queries_left_without_relevant in {MANIFEST_NAME})")
+        print(f"warning: {skipped} of {skipped + manifest['judgments']} queries of queries.jsonl get no judgment: "
+              f"{'; '.join(parts)}", file=sys.stderr)
     return 0
 
 
 SHOWN = 10
-"""How many skipped queries or tied documents a warning names before it counts the rest."""
+"""How many skipped queries a warning names before it counts the rest."""
 
 def _cmd_import_squad(args: argparse.Namespace) -> int:
     from groundkit.corpus.squad import MANIFEST as MANIFEST_NAME

@@ -497,7 +497,6 @@ def import_beir(
             "qrels_skipped_lines": qrels.skipped,
             "queries_left_without_relevant": sorted(qrels.judged & set(queries) - set(qrels.relevant)),
             "queries_without_relevant": len(queries) - len(qrels.relevant),
-            "queries_skipped": sorted(set(queries) - set(qrels.relevant)),
             "identical_ids": identical,
             "identical_ids_excluded": not keep_identical_ids,
         }

@@ -193,11 +193,18 @@ def test_cli_prints_a_summary_and_no_progress_bar_off_a_terminal(tmp_path):
     assert result.returncode == 0
     assert result.stdout.startswith("4 documents, 2 judgments (3 relevant documents) written to ")
     # stderr is a pipe here: the note about graded qrels and the query left without a judgment, no progress bar.
-    # q3 has only a score-0 qrel (d4): of the three queries, it is the one skipped, and named.
+    # q3 has only a score-0 qrel (d4): of the three queries, it is the one that gets no judgment.
     assert result.stderr == ("note: qrels are graded (up to 2); the grades are kept as nDCG's gains\n"
-                             "warning: 1 of 3 queries of queries.jsonl have no qrel above 0 in qrels/test.tsv "
-                             "(another split's, or judged not relevant) and get no judgment: q3 (queries_skipped in "
-                             "beir-import.json)\n")
+                             "warning: 1 of 3 queries of queries.jsonl get no judgment: 1 has no qrel above 0 in "
+                             "qrels/test.tsv (another split's queries, or judged not relevant)\n")
+    # q5's only relevant document is not in the dataset: it is named; q9 (no qrel at all) is counted with q3.
+    queries = [*QUERIES, {"_id": "q5", "text": "snapshots"}, {"_id": "q9", "text": "a query of the train split"}]
+    other = subprocess.run(["groundkit", "import-beir", str(write_dataset(tmp_path / "beir2", queries=queries,
+                                                                          qrels=[*QRELS, "q5\td404\t1"])),
+                            "--out", str(tmp_path / "out2")], capture_output=True, text=True, env=env(), check=False)
+    assert "warning: 3 of 5 queries of queries.jsonl get no judgment: 2 have no qrel above 0 in qrels/test.tsv " \
+           "(another split's queries, or judged not relevant); 1 has qrels above 0 only for documents the dataset " \
+           "lacks: q5 (queries_left_without_relevant in beir-import.json)" in other.stderr
     bad = subprocess.run(["groundkit", "import-beir", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o2")],
                          capture_output=True, text=True, env=env(), check=False)
     assert bad.returncode == 1 and bad.stderr.startswith("error: ") and "is not a directory" in bad.stderr

@@ -42,10 +42,10 @@ def _cmd_import_beir(args: argparse.Namespace) -> int:
         left = manifest["queries_left_without_relevant"]
         named = ", ".join(left[:SHOWN]) + (f" and {len(left) - SHOWN} more" if len(left) > SHOWN else "")
         unjudged = skipped - len(left)
-        parts = [f"{unjudged} {'has' if unjudged == 1 else 'have'} no qrel above 0 in qrels/{args.split}.tsv (another split's queries, "
+        parts = [f"{unjudged} {_has(unjudged)} no qrel above 0 in qrels/{args.split}.tsv (another split's queries, "
                  "or judged not relevant)"]
         if left:
-            parts.append(f"{len(left)} {'has' if len(left) == 1 else 'have'} qrels above 0 only for documents the dataset lacks: {named} "
+            parts.append(f"{len(left)} {_has(len(left))} qrels above 0 only for documents the dataset lacks: {named} "
                          f"(queries_left_without_relevant in {MANIFEST_NAME})")
         print(f"warning: {skipped} of {skipped + manifest['judgments']} queries of queries.jsonl get no judgment: "
               f"{'; '.join(parts)}", file=sys.stderr)
@@ -54,6 +54,10 @@ def _cmd_import_beir(args: argparse.Namespace) -> int:
 
 SHOWN = 10
 """How many skipped queries a warning names before it counts the rest."""
+
+
+def _has(count: int) -> str:
+    return "has" if count == 1 else "have"
 
 def _cmd_import_squad(args: argparse.Namespace) -> int:
     from groundkit.corpus.squad import MANIFEST as MANIFEST_NAME

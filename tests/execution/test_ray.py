@@ -412,22 +412,27 @@ def _descendants(pid: int) -> dict[int, str]:
     return found
 
 
-def _when_a_task_runs(under: int, process: subprocess.Popen[str]) -> dict[int, str]:
-    """Wait (without end while ``process`` lives) until a worker below ``under`` runs a task of the index stage."""
+def _when_a_search_runs(under: int, process: subprocess.Popen[str]) -> dict[int, str]:
+    """Wait (without end while ``process`` lives) until a worker below ``under`` searches a segment.
+
+    The retrieve stage's driver then waits for the tasks' answers. Earlier, while the index stage's driver
+    hands segments of text to the object store, a lost node breaks its connection to the store, and Ray ends
+    the process itself (see KNOWN_LIMITATIONS.md).
+    """
     while process.poll() is None:
         processes = _descendants(under)
-        if any(command.startswith("ray::_count_segment") for command in processes.values()):
+        if any(command.startswith("ray::_search_segment") for command in processes.values()):
             return processes
         time.sleep(0.01)
     raise AssertionError(f"the run ended first: {process.communicate()}")
 
 
 def test_a_node_lost_under_a_task_is_one_message(cluster, scifact, tmp_path):
-    """The raylet of the Ray a stage started for itself, killed while SciFact's segment is counted."""
+    """The raylet of the Ray a stage started for itself, killed while SciFact's segment is searched."""
     process = _groundkit("run", "--corpus", str(scifact[0]), "--judgments", str(scifact[1]), *SCIFACT,
                          "--set", "execution.engine=ray", "--out", str(tmp_path / "out"))
     try:
-        processes = _when_a_task_runs(process.pid, process)
+        processes = _when_a_search_runs(process.pid, process)
         (raylet,) = [pid for pid, command in processes.items() if "raylet/raylet" in command.split(" ")[0]]
         os.kill(raylet, signal.SIGKILL)
         _, err = process.communicate(timeout=600)
@@ -436,15 +441,17 @@ def test_a_node_lost_under_a_task_is_one_message(cluster, scifact, tmp_path):
             process.kill()
             process.communicate()
     assert process.returncode == 1, err
-    assert "error: the Ray cluster (the Ray started on this machine for the stage) was lost while the step ran " \
-           "(LocalRayletDiedError" in err
+    # Which of Ray's errors tells it depends on where the driver was (LocalRayletDiedError mostly; on a loaded
+    # machine an object lost with the node).
+    assert "error: the Ray cluster (the Ray started on this machine for the stage) was lost while the step ran (" \
+           in err, err
     assert _errors(err) == 1 and "internal error" not in err and "Traceback" not in err
     assert "\n  fix: check that the cluster is up (ray status), then run the step again" in err
     assert not (tmp_path / "out").exists()
 
 
 def test_a_head_node_lost_mid_stage_is_one_message(cluster, scifact, tmp_path):
-    """A cluster of its own, killed whole while SciFact's segment is counted: its head node stops answering.
+    """A cluster of its own, killed whole while SciFact's segment is searched: its head node stops answering.
 
     Ray's driver would wait a minute and end the process from C++ with a line of its log; groundkit waits as
     long as Ray is set to (here 10 s) and says the cluster was lost.
@@ -457,7 +464,7 @@ def test_a_head_node_lost_mid_stage_is_one_message(cluster, scifact, tmp_path):
                              "--set", "execution.engine=ray", "--set", f"execution.address=127.0.0.1:{port}",
                              "--out", str(tmp_path / "out"), RAY_gcs_rpc_server_reconnect_timeout_s="10")
         try:
-            _when_a_task_runs(head.pid, process)
+            _when_a_search_runs(head.pid, process)
             os.killpg(head.pid, signal.SIGKILL)  # the whole cluster, in one go: its own session
             _, err = process.communicate(timeout=600)
         finally:

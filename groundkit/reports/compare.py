@@ -515,15 +515,14 @@ def metric_matrix(side: Side, rows: np.ndarray, metrics: list[str]) -> np.ndarra
 
 
 def check_gate(gate: list[str]) -> list[str]:
-    """The gated metrics, each once, in the order given; a metric that has no better direction is refused.
+    """The gated metrics, each once, in the order given (none: a comparison without a verdict); a metric that has
+    no better direction is refused.
 
     A metric named twice would be two tests in the correction for multiple tests, and so shift every
     corrected p-value: it is counted once. The context a ranking costs (chars@k) is neither better nor
     worse by itself, so a change in it can decide no verdict (halving it is no regression).
     """
     gate = list(dict.fromkeys(gate))
-    if not gate:
-        raise CompareError("--metric", "names no metric", fix="name at least one, e.g. --metric ndcg@10")
     for name in gate:
         try:
             measure, _ = MEASURES.parse(name)

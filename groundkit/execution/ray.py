@@ -122,7 +122,9 @@ class RayEngine:
     def __enter__(self) -> RayEngine:
         ray = _ray()
         if ray.is_initialized():
-            return self  # the caller (a notebook, a test) connected already, and disconnects itself
+            # The caller (a notebook, a test) connected already, and disconnects itself.
+            self._where = self.address or os.environ.get("RAY_ADDRESS") or "the cluster this process joined"
+            return self
         options: dict[str, Any] = {}
         where = self.address or os.environ.get("RAY_ADDRESS")
         if where and where != "auto":

@@ -427,8 +427,40 @@ def _when_a_search_runs(under: int, process: subprocess.Popen[str]) -> dict[int,
     raise AssertionError(f"the run ended first: {process.communicate()}")
 
 
-def test_a_node_lost_under_a_task_is_one_message(cluster, scifact, tmp_path):
-    """The raylet of the Ray a stage started for itself, killed while SciFact's segment is searched."""
+def _lost_node_errors():
+    import ray.exceptions
+
+    return [ray.exceptions.LocalRayletDiedError(), ray.exceptions.NodeDiedError("node 1f2e lost"),
+            ray.exceptions.WorkerCrashedError(),
+            ray.exceptions.ObjectLostError("ab" * 14, None, "search"),
+            ray.exceptions.RayTaskError("_search_segment", "...", ray.exceptions.LocalRayletDiedError())]
+
+
+@pytest.mark.parametrize("index", range(5), ids=["raylet died", "node died", "worker crashed", "object lost",
+                                                 "task failed with its raylet"])
+def test_ray_saying_a_process_or_node_is_gone_becomes_one_message(engine, cluster, index):
+    """What Ray raises when a node dies under a task; it was an internal error ("a bug in groundkit"), exit 3."""
+    from groundkit.errors import EngineError
+    from groundkit.execution.ray import RayEngine
+
+    error = _lost_node_errors()[index]
+    with pytest.raises(EngineError) as info, RayEngine(cluster.address, source="params.yaml"):
+        raise error
+    problem = f"the Ray cluster ({cluster.address}) was lost while the step ran ({type(error).__name__}"
+    assert str(info.value).startswith(problem)
+    assert str(info.value).endswith("\n  fix: check that the cluster is up (ray status), then run the step again")
+    # Ray's report of a task's own failure is not a lost cluster: it stays the error it is.
+    with pytest.raises(ZeroDivisionError), RayEngine(cluster.address, source="params.yaml"):
+        raise ZeroDivisionError
+
+
+def test_a_node_lost_under_a_task_ends_the_stage_with_exit_1(cluster, scifact, tmp_path):
+    """The raylet of the Ray a stage started for itself, killed while SciFact's segment is searched.
+
+    Mostly Ray raises an error of a lost node, which groundkit reports; when the driver is then using the dead
+    node's object store, Ray ends the process itself (exit 1, a line of its log; see KNOWN_LIMITATIONS.md).
+    Either way: exit 1, nothing written, never "internal error" (exit 3, as before).
+    """
     process = _groundkit("run", "--corpus", str(scifact[0]), "--judgments", str(scifact[1]), *SCIFACT,
                          "--set", "execution.engine=ray", "--out", str(tmp_path / "out"))
     try:
@@ -441,12 +473,10 @@ def test_a_node_lost_under_a_task_is_one_message(cluster, scifact, tmp_path):
             process.kill()
             process.communicate()
     assert process.returncode == 1, err
-    # Which of Ray's errors tells it depends on where the driver was (LocalRayletDiedError mostly; on a loaded
-    # machine an object lost with the node).
-    assert "error: the Ray cluster (the Ray started on this machine for the stage) was lost while the step ran (" \
-           in err, err
-    assert _errors(err) == 1 and "internal error" not in err and "Traceback" not in err
-    assert "\n  fix: check that the cluster is up (ray status), then run the step again" in err
+    assert "internal error" not in err and "Traceback" not in err
+    reported = [line for line in err.splitlines() if line.startswith("error: ")]
+    lost = "error: the Ray cluster (the Ray started on this machine for the stage) was lost while the step ran ("
+    assert len(reported) <= 1 and all(line.startswith(lost) for line in reported), err
     assert not (tmp_path / "out").exists()
 
 

@@ -20,6 +20,7 @@ and exits non-zero; tracebacks are shown only with ``--debug``.
     │   ├── ReviewError       a review sheet of `groundkit pool` that a reviewer edited
     │   └── RepositoryError   a repository groundkit init sets up, or whose dvc.yaml a stage runs from
     ├── DependencyError       an optional extra (e.g. dense) is not installed
+    ├── EngineError           the Ray cluster a step ran on was lost while it ran
     └── MeasureError          a metric name no registered measure writes
 
 Four more classes are signals inside groundkit, never shown as they are:
@@ -114,6 +115,17 @@ class RetrieverError(InputError):
 
 class DependencyError(GroundkitError):
     """An optional dependency is missing; the message says which extra to install."""
+
+
+class EngineError(GroundkitError):
+    """The engine running a step failed under it: a Ray cluster (a node, or its head) was lost while the step ran.
+
+    Not an input error: the inputs may be fine, and the step can be run again once the cluster is back.
+    """
+
+    def __init__(self, problem: str, *, fix: str) -> None:
+        self.problem, self.fix = problem, fix
+        super().__init__(f"{problem}\n  fix: {fix}")
 
 
 class MeasureError(GroundkitError):

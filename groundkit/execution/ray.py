@@ -18,15 +18,29 @@ The driver ships its own groundkit to the workers (``runtime_env`` ``py_modules`
 runs another version of this code; numpy, PyStemmer and, to embed, torch, transformers and the model
 package must be installed on every worker. ray is imported here, inside functions, and this module
 is imported only when ``execution.engine`` is ``ray``.
+
+A cluster that cannot be reached, or is lost while a step runs, is one message (exit 1), never a
+wait without end or Ray's own exit: before ``ray.init`` a head node must answer a Ray handshake
+within ``HANDSHAKE_S`` (a port where another service listens passes a plain connection test, and
+``ray.init`` then retried for minutes); while connected, a watch thread asks the head node every
+few seconds whether it is alive, and the driver's waits give up, as :class:`~groundkit.errors.EngineError`,
+once it has been silent as long as Ray itself would wait (``RAY_gcs_rpc_server_reconnect_timeout_s``,
+60 s by default; Ray would then end the process from C++ with a line of its log). A node that dies
+under a task is reported the same way. SIGTERM ends the wait at once (exit 143).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import socket
+import sys
+import threading
+import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
 from types import TracebackType
@@ -37,7 +51,7 @@ import numpy as np
 from groundkit._progress import bar, track
 from groundkit._seals import Digest, file_sha256
 from groundkit.config import RAY_EXTRA
-from groundkit.errors import DependencyError, ParamsError
+from groundkit.errors import DependencyError, EngineError, GroundkitError, ParamsError, Terminated
 from groundkit.retrieval.bm25 import (
     SEGMENT_ROWS,
     BM25Index,
@@ -68,6 +82,18 @@ QUERY_BATCH = 256
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 _PROBE_S = 5.0  # seconds to wait for the head node to accept a connection
+HANDSHAKE_S = 15.0
+"""Seconds a head node has to answer the Ray handshake before ``ray.init``: what a loaded machine needs, and a
+bound on the wait at an address where something else listens."""
+_ATTEMPT_S = 1.0  # one handshake attempt: SIGTERM is acted on between two, so within this
+_RETRY_S = 0.25  # the pause before another attempt
+_WATCH_S = 2.0  # how often the watch asks the head node whether it is alive
+_RECONNECT = "RAY_gcs_rpc_server_reconnect_timeout_s"  # how long Ray's driver waits for a silent head node
+_RAY_PATIENCE_S = 60.0  # its default
+# Ray's errors that say a process or node of the cluster is gone, not that a task of ours failed.
+_LOST = ("LocalRayletDiedError", "NodeDiedError", "WorkerCrashedError", "ObjectLostError", "OwnerDiedError",
+         "ObjectFetchTimedOutError", "ObjectReconstructionFailedError", "RaySystemError", "ActorDiedError",
+         "ActorUnavailableError", "RpcError")
 
 
 def _ray() -> Any:
@@ -92,47 +118,109 @@ class RayEngine:
         self.address = address
         self.source = source
         self._owns_connection = False
+        self._where = "the Ray started on this machine for the stage"
+        self._watch: _Watch | None = None
 
     def __enter__(self) -> RayEngine:
         ray = _ray()
         if ray.is_initialized():
-            return self  # the caller (a notebook, a test) connected already, and disconnects itself
+            # The caller (a notebook, a test) connected already, and disconnects itself.
+            self._where = self.address or os.environ.get("RAY_ADDRESS") or "the cluster this process joined"
+            return self
         options: dict[str, Any] = {}
         where = self.address or os.environ.get("RAY_ADDRESS")
         if where and where != "auto":
+            self._where = where
             self._probe(where)
         if where is None:
             # "local" starts a Ray of our own, for this stage only. Left to itself ray.init() would join
             # the cluster a file under /tmp/ray names, and wait without end when that cluster is gone.
             where = "local"
             options["include_dashboard"] = False
+        elif where == "auto":
+            self._where = "the cluster `ray start` runs on this machine"
+        patience = _patience()
+        client = where.startswith("ray://")  # Ray Client reports a lost connection itself, as an exception
+        lost = lambda reason: self._lost("the step ran", reason)  # noqa: E731
+        if where not in ("local", "auto") and not client:
+            self._watch = _Watch(where, patience, lost)  # watched from the start: it may die while ray.init runs
         try:
-            ray.init(address=where, runtime_env={"py_modules": [str(_PACKAGE)]}, log_to_driver=False,
-                     logging_level=logging.ERROR, **options)
-        except (ConnectionError, TimeoutError, ValueError, RuntimeError) as exc:
-            raise self._unreachable(where, str(exc)) from None
+            with _sigterm_kept(), _ray_waits_longer(patience), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # Ray Client's "connection timed out" warning: the error says it
+                ray.init(address=where, runtime_env={"py_modules": [str(_PACKAGE)]}, log_to_driver=False,
+                         logging_level=logging.ERROR, **options)
+        except BaseException as exc:
+            self._stop_watch()
+            if isinstance(exc, ConnectionError | TimeoutError | ValueError | RuntimeError):
+                raise self._unreachable(where, str(exc)) from None
+            if isinstance(exc, ray.exceptions.RayError):
+                raise self._lost("connecting", exc) from None
+            raise
         self._owns_connection = True
+        if self._watch is None and not client:
+            self._watch = _Watch(ray.get_runtime_context().gcs_address, patience, lost)
         _quiet_data()
         return self
 
+    def _stop_watch(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch = None
+
     def _probe(self, address: str) -> None:
-        """Fail at once when nothing listens at ``address``: ray.init would wait for it without end."""
+        """Fail at once when nothing listens at ``address``, and within ``HANDSHAKE_S`` when what listens is not
+        a Ray head node: ray.init would wait for either for minutes."""
         host, _, port = address.removeprefix("ray://").rpartition(":")
         try:
             socket.create_connection((host, int(port)), timeout=_PROBE_S).close()
         except (OSError, ValueError) as exc:
             raise self._unreachable(address, str(exc)) from None
+        refused = _handshake(f"{host}:{port}", client=address.startswith("ray://"), deadline=HANDSHAKE_S)
+        if refused is not None:
+            raise self._unreachable(address, refused)
 
     def _unreachable(self, address: str, reason: str) -> ParamsError:
         return ParamsError(self.source, f"no Ray cluster answers at {address} ({reason})", key="execution.address",
                            fix="start the cluster (ray start --head) or correct execution.address; leave it empty "
                                "to start a Ray on this machine")
 
+    def _lost(self, doing: str, cause: BaseException | str) -> EngineError:
+        reason = cause if isinstance(cause, str) else f"{type(cause).__name__}: {str(cause).splitlines()[0]}"
+        return EngineError(f"the Ray cluster ({self._where}) was lost while {doing} ({reason})",
+                           fix="check that the cluster is up (ray status), then run the step again")
+
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
-        if self._owns_connection:
-            _ray().shutdown()
+        lost = error is not None and _is_loss(error) and not isinstance(error, GroundkitError)
+        head_gone = self._watch is not None and self._watch.lost() is not None
+        self._stop_watch()
+        try:
+            # Disconnecting from a head node that is gone would wait for it; the process is about to end anyway,
+            # and the processes of a Ray started for the stage are ended at once.
+            if self._owns_connection and head_gone:
+                _stop_local_ray()
+            elif self._owns_connection:
+                with contextlib.suppress(Exception) if lost or isinstance(error, EngineError) else \
+                        contextlib.nullcontext():
+                    _ray().shutdown()
             self._owns_connection = False
+        finally:
+            if lost and error is not None:
+                raise self._lost("the step ran", error) from None
+
+    def _gather(self, refs: Sequence[Any]) -> list[Any]:
+        """``ray.get(refs)``, waited for in slices, so that a cluster lost meanwhile ends the wait with an error.
+
+        Ray's own wait does not end while the head node is silent: after a minute Ray ends the process from
+        C++, with no word of groundkit's and no clean-up.
+        """
+        ray = _ray()
+        pending = list(refs)
+        while pending:
+            if self._watch is not None and (silence := self._watch.lost()) is not None:
+                raise self._lost("the step ran", silence)
+            _, pending = ray.wait(pending, num_returns=len(pending), timeout=_WATCH_S, fetch_local=False)
+        return list(ray.get(list(refs)))
 
     # --- embed
 
@@ -189,21 +277,22 @@ class RayEngine:
                     del batch
                     writer.add_rows(chunk_ids, documents, offsets)
                     if len(unfinished) >= window:  # at most `window` segments of text wait in the object store
-                        _, unfinished = ray.wait(unfinished, num_returns=len(unfinished) - window + 1,
-                                                 fetch_local=False)
+                        done = len(unfinished) - window + 1
+                        self._gather(unfinished[:done])  # oldest first: they were sent first
+                        unfinished = unfinished[done:]
                     counted, summary = count.remote(texts, tokenizer, first_row)
                     counts.append(counted)
                     summaries.append(summary)
                     unfinished.append(summary)
                     first_row += len(texts)
                     progress.update(len(texts))
-            stats = merge_stats(ray.get(summaries))
+            stats = merge_stats(self._gather(summaries))
             del summaries
             shared = ray.put(stats)
             weighed = [weigh.remote(counted, shared, bm25.k1, bm25.b) for counted in counts]
             del counts  # the counts leave the object store as each weigh task finishes
             for number in range(len(weighed)):
-                writer.add_segment(ray.get(weighed[number]))
+                writer.add_segment(self._gather([weighed[number]])[0])
                 weighed[number] = None  # and each segment once written
             return writer.finish(stats)
 
@@ -228,11 +317,155 @@ class RayEngine:
             batches.append((len(batch), [task.remote(segment, shared, depth) for segment in segments]))
         rankings: list[Ranking] = []
         for size, refs in track(batches, desc="retrieve", unit="batch"):
-            parts = ray.get(refs)  # per segment, per query of the batch: (global rows, scores)
+            parts = self._gather(refs)  # per segment, per query of the batch: (global rows, scores)
             for query in range(size):
                 rows, values = merge_top([part[query] for part in parts], depth)
                 rankings.append(list(zip(index.chunk_ids(rows), values.tolist(), strict=True)))
         return rankings
+
+
+def _handshake(address: str, *, client: bool, deadline: float) -> str | None:
+    """None when a Ray head node answers a request at ``address`` (HOST:PORT) within ``deadline`` seconds; else why.
+
+    The request is the first one every driver sends: the cluster id from the head node (GCS), or, through Ray
+    Client, a ping. Any answer counts, a refused authentication too: only Ray speaks that protocol there.
+    """
+    import grpc
+
+    if client:
+        from ray.core.generated import ray_client_pb2, ray_client_pb2_grpc
+
+        def ask(channel: Any, timeout: float) -> None:
+            ping = ray_client_pb2.ClusterInfoRequest(type=ray_client_pb2.ClusterInfoType.PING)
+            ray_client_pb2_grpc.RayletDriverStub(channel).ClusterInfo(ping, timeout=timeout)
+    else:
+        from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+        def ask(channel: Any, timeout: float) -> None:
+            gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(gcs_service_pb2.GetClusterIdRequest(),
+                                                                             timeout=timeout)
+
+    end = time.monotonic() + deadline
+    reason = "nothing answered"
+    with grpc.insecure_channel(address) as channel:
+        while True:
+            try:
+                ask(channel, min(_ATTEMPT_S, max(end - time.monotonic(), 0.05)))
+                return None
+            except grpc.RpcError as exc:
+                code = exc.code() if isinstance(exc, grpc.Call) else None
+                if code is grpc.StatusCode.UNIMPLEMENTED:
+                    return "a service answers there, but not a Ray head node"
+                if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                    return None  # a refusal in Ray's protocol (an authentication token, say) is still Ray
+                reason = exc.details() if isinstance(exc, grpc.Call) and exc.details() else reason
+                if "Failed parsing HTTP/2" in reason:
+                    return f"a service answers there, but not in Ray's protocol: {reason}"
+            if time.monotonic() >= end:
+                return f"no answer to a Ray handshake within {deadline:g} s: {reason}"
+            time.sleep(_RETRY_S)  # a refused connection fails at once: do not spin
+
+
+class _Watch:
+    """A thread asking the head node (GCS) at ``address`` every ``_WATCH_S`` seconds whether it is alive.
+
+    :meth:`lost` says why the cluster counts as lost once nothing answered for ``patience`` seconds (as long as
+    Ray's driver itself waits). Should the driver be stuck where no wait of ours runs (inside Ray Data), the
+    watch ends the process itself a little later, with groundkit's message, before Ray would with its own.
+    """
+
+    def __init__(self, address: str, patience: float, lost: Callable[[str], EngineError]) -> None:
+        self.address, self.patience, self._report = address, patience, lost
+        self._answered = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="groundkit-ray-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(_WATCH_S):
+            if _handshake(self.address, client=False, deadline=_WATCH_S) is None:
+                self._answered = time.monotonic()
+            elif time.monotonic() - self._answered > self.patience + 2 * _WATCH_S and not self._stop.is_set():
+                # The driver is stuck where none of groundkit's waits runs (sending a task, inside Ray Data):
+                # end the process as the guard would, before Ray ends it with a line of its log.
+                print(f"error: {self._report(self.lost() or 'its head node does not answer')}", file=sys.stderr,
+                      flush=True)
+                _stop_local_ray()
+                os._exit(1)
+
+    def lost(self) -> str | None:
+        silent = time.monotonic() - self._answered
+        if silent <= self.patience:
+            return None
+        return f"its head node at {self.address} has not answered for {silent:.0f} s"
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def _stop_local_ray() -> None:
+    """End at once the processes of a Ray that ``ray.init`` started in this process, if it started one.
+
+    What ``ray.shutdown()`` does last; done alone, since its first steps wait for a head node that is gone.
+    """
+    with contextlib.suppress(Exception):  # Ray's internals: best effort, on the way out
+        import ray._private.worker as internals
+
+        node = internals._global_node
+        if node is not None:
+            node.kill_all_processes(check_alive=False, allow_graceful=True)  # as shutdown(): the raylet ends its agents
+            internals._global_node = None  # so that Ray's own shutdown at exit finds nothing left to end
+
+
+def _patience() -> float:
+    """How long a silent head node is waited for: Ray's own setting, as its driver would wait."""
+    try:
+        return max(float(os.environ.get(_RECONNECT, _RAY_PATIENCE_S)), _WATCH_S)
+    except ValueError:
+        return _RAY_PATIENCE_S
+
+
+@contextlib.contextmanager
+def _ray_waits_longer(patience: float) -> Iterator[None]:
+    """Within the block (``ray.init``), Ray's driver is told to wait twice ``patience`` for a silent head node, so
+    that the watch, waiting ``patience``, reports a lost cluster before Ray ends the process without a word."""
+    before = os.environ.get(_RECONNECT)
+    os.environ[_RECONNECT] = str(int(2 * patience))
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[_RECONNECT]
+        else:
+            os.environ[_RECONNECT] = before
+
+
+@contextlib.contextmanager
+def _sigterm_kept() -> Iterator[None]:
+    """Keep groundkit's SIGTERM handling through ``ray.init``, which installs a handler exiting 15 (not 143, and
+    without groundkit's clean-up)."""
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code == signal.SIGTERM:  # Ray's handler ran: the signal arrived while it was installed
+            raise Terminated from None
+        raise
+    finally:
+        if main and before is not None:
+            signal.signal(signal.SIGTERM, before)
+
+
+def _is_loss(error: BaseException) -> bool:
+    """Whether ``error`` is Ray saying that a process or node of the cluster is gone (a task's own failure, such as
+    a worker killed and out of retries, counts: its node's worker is what was lost)."""
+    import ray.exceptions
+
+    if isinstance(error, ray.exceptions.RayTaskError):
+        cause = error.cause if isinstance(error.cause, BaseException) else None
+        return cause is not None and _is_loss(cause)
+    return type(error).__name__ in _LOST or isinstance(error, ConnectionError | ray.exceptions.RaySystemError)
 
 
 def _count_segment(texts: list[str], tokenizer: TokenizeParams, first_row: int) -> tuple[SegmentCounts, SegmentSummary]:

@@ -278,7 +278,8 @@ def metric_matrix(side: Side, rows: np.ndarray, metrics: list[str]) -> np.ndarra
 
 
 def check_gate(gate: list[str]) -> list[str]:
-    """The gated metrics, each once, in the order given; a metric that has no better direction is refused.
+    """The gated metrics, each once, in the order given (none: a comparison without a verdict); a metric that has
+    no better direction is refused.
 
     A metric named twice would be two tests in the correction for multiple tests, and so shift every
     corrected p-value: it is counted once. The context a ranking costs (chars@k) is neither better nor

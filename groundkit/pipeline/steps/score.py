@@ -96,7 +96,7 @@ def run(
         recorded = {**recorded, "chunk": _section(read_json(chunking, producer=written_by(CHUNKING)), "chunk",
                                                   chunking)}
     # The records hold floats as every JSON artifact does, at FLOAT_DIGITS decimals: so does run.json.
-    _check_params(params, round_floats(reported), recorded, passages / RUN_PARAMS_FILE)
+    _check_params(params, round_floats(reported), recorded)
     sources = read_json(span_sources, producer=written_by(SPAN_SOURCES))
     try:
         metadata = RunMetadata(
@@ -164,7 +164,7 @@ def _section(document: object, name: str, path: Path) -> object:
     return document[name]
 
 
-def _check_params(params: Params, reported: dict[str, Any], recorded: dict[str, Any], record: Path) -> None:
+def _check_params(params: Params, reported: dict[str, Any], recorded: dict[str, Any]) -> None:
     """Refuse to report a params value other than the one the run was computed with (see :data:`RECORDED_BY`)."""
     for section, values in reported.items():
         if section == "score":

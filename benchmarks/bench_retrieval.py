@@ -58,7 +58,7 @@ def main() -> None:
     from groundkit.corpus.passage import Chunk
     from groundkit.corpus.tokenizing import tokenize
     from groundkit.retrieval.bm25 import BM25Index
-    from groundkit.scoring.measures import ndcg_at_k
+    from groundkit.scoring.measures.ndcg import ndcg_at_k
 
     print_machine()
     doc_ids, texts, query_ids, queries, qrels = load_scifact(Path(args.data_dir))

@@ -15,15 +15,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from groundkit._globs import checked_patterns
 from groundkit._models import StrictRecord
-from groundkit._suggest import near_path_text
+from groundkit._params_file import apply_overrides, read_params_file
 from groundkit._validation import describe
-from groundkit.errors import DuplicateKeyError, FixableValueError, ParamsError
+from groundkit.errors import FixableValueError, ParamsError
 from groundkit.retrieval.kinds import SECTIONS, Need, RetrieverKind, parse
+from groundkit.scoring.names import Cutoff, split_name
 
 
 class _Section(StrictRecord):
@@ -237,31 +237,66 @@ class HybridParams(_Section):
     rrf_k: int = Field(default=60, ge=0)
 
 
+DEFAULT_MEASURES: tuple[str, ...] = (
+    "recall@1", "recall@3", "recall@5", "recall@10", "mrr", "ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10",
+    "chars@1", "chars@3", "chars@5", "chars@10", "recall@500chars", "recall@1000chars", "recall@2000chars",
+    "coverage@1", "coverage@3", "coverage@5", "coverage@10", "coverage@500chars", "coverage@1000chars",
+    "coverage@2000chars", "precision@1", "precision@3", "precision@5", "precision@10", "precision@500chars",
+    "precision@1000chars", "precision@2000chars", "iou@1", "iou@3", "iou@5", "iou@10", "iou@500chars",
+    "iou@1000chars", "iou@2000chars", "span_recall@1", "span_recall@3", "span_recall@5", "span_recall@10",
+)
+"""What a run computes unless params.yaml says otherwise (and in what order per_query.csv lists it)."""
+
+DEFAULT_HEADLINE: tuple[str, ...] = ("ndcg@10", "recall@10", "mrr", "coverage@1000chars")
+"""What metrics.json keeps: nDCG and hit rate at 10, MRR, and the share of the gold within 1,000 characters of
+context (size-fair: a larger chunk cannot win by the text it carries past the budget)."""
+
+
 class ScoreParams(_Section):
-    """Cut-offs at which hit rate and nDCG are reported, and context budgets (characters) for hit rate."""
+    """What the score stage computes and headlines, and when a passage counts as relevant.
 
-    ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
-    budgets: list[int] = Field(default_factory=lambda: [500, 1000, 2000])
+    Attributes:
+        measures: Metric names, each a measure at a cut-off (``ndcg@10``, ``coverage@1000chars``,
+            ``mrr``): what per_query.csv and detail.json hold, in this order. The measures are
+            groundkit/scoring/measures/'s; the names are checked against them when a stage starts.
+        headline: The metrics metrics.json keeps (``dvc metrics show``), each one of ``measures``.
+        min_overlap: The share of a gold span's characters a passage must hold to be relevant, from 0
+            (any overlap: the design record's rule) to 1 (the whole span).
+    """
 
-    @field_validator("ks")
+    measures: list[str] = Field(default_factory=lambda: list(DEFAULT_MEASURES))
+    headline: list[str] = Field(default_factory=lambda: list(DEFAULT_HEADLINE))
+    min_overlap: float = Field(default=0.0, ge=0.0, le=1.0)
+
+    @field_validator("measures", "headline")
     @classmethod
-    def _ks_valid(cls, ks: list[int]) -> list[int]:
-        if not ks:
-            raise ValueError("ks must list at least one cut-off, e.g. [1, 3, 5, 10]")
-        if any(k <= 0 for k in ks):
-            raise ValueError("every k must be a positive integer")
-        if ks != sorted(set(ks)):
-            raise ValueError("ks must be strictly ascending without repeats, e.g. [1, 3, 5, 10]")
-        return ks
+    def _names(cls, names: list[str], info: ValidationInfo) -> list[str]:
+        if not names:
+            raise FixableValueError("lists no metric", f"list at least one, e.g. score.{info.field_name}: "
+                                    "[ndcg@10, coverage@1000chars]")
+        for name in names:
+            try:
+                split_name(name)
+            except ValueError as exc:
+                raise ValueError(str(exc)) from None
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise FixableValueError(f"lists {repeated[0]!r} twice", f"list each metric once in score.{info.field_name}")
+        return names
 
-    @field_validator("budgets")
-    @classmethod
-    def _budgets_valid(cls, budgets: list[int]) -> list[int]:
-        if not budgets:
-            raise ValueError("budgets must list at least one context size in characters, e.g. [500, 1000, 2000]")
-        if any(b <= 0 for b in budgets) or budgets != sorted(set(budgets)):
-            raise ValueError("budgets must be positive character counts, strictly ascending, e.g. [500, 1000, 2000]")
-        return budgets
+    @model_validator(mode="after")
+    def _headline_computed(self) -> ScoreParams:
+        missing = [name for name in self.headline if name not in self.measures]
+        if missing:
+            raise FixableValueError(f"score.headline names {missing[0]!r}, which score.measures does not compute",
+                                    f"add {missing[0]} to score.measures, or take it out of score.headline")
+        return self
+
+    @property
+    def deepest_rank(self) -> int:
+        """The deepest rank cut-off of ``measures`` (0 when there is none): the depth the ranking must reach."""
+        cuts = [cut for _, cut in map(split_name, self.measures) if cut is not None and cut.kind is Cutoff.RANK]
+        return max((cut.value for cut in cuts), default=0)
 
 
 class AuditParams(_Section):
@@ -355,10 +390,10 @@ class Params(_Section):
 
     @model_validator(mode="after")
     def _depth_covers_ks(self) -> Params:
-        if self.retrieve.depth < max(self.score.ks):
+        if self.retrieve.depth < self.score.deepest_rank:
             raise ValueError(
-                f"retrieve.depth ({self.retrieve.depth}) is smaller than the largest k in score.ks "
-                f"({max(self.score.ks)}); metrics at that k would be computed on a truncated ranking"
+                f"retrieve.depth ({self.retrieve.depth}) is smaller than the deepest k of score.measures "
+                f"({self.score.deepest_rank}); metrics at that k would be computed on a truncated ranking"
             )
         return self
 
@@ -389,179 +424,6 @@ class Params(_Section):
         return data
 
 
-PATH_KEYS = frozenset({"corpus.root", "corpus.judgments", "retrieve.run"})
-"""Keys whose ``--set`` value is a path, taken verbatim: YAML would read ``a #2.jsonl`` as ``a`` and ``yes`` as true."""
-
-
-def _yaml12() -> Any:
-    """The YAML reader DVC reads params.yaml with (``dvc.utils.serialize.parse_yaml``): ruamel.yaml, safe, YAML 1.2.
-
-    groundkit reads every value with it, so a value means to groundkit what it means to DVC: YAML 1.1
-    (PyYAML's) reads ``010`` as 8 and ``1:20`` as 80, where YAML 1.2 reads 10 and the text ``1:20``.
-    """
-    from ruamel.yaml import YAML
-
-    return YAML(typ="safe")
-
-
-# A number every reader of a value takes alike: YAML 1.2 (params.yaml, as DVC and groundkit read it), YAML 1.1
-# and Hydra's grammar, which reads `dvc exp run -S` values. Decimal, without leading zeros, radix prefixes,
-# underscores or sexagesimal parts.
-_PLAIN_NUMBER = re.compile(r"[-+]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
-
-
-def _ambiguous(key: str, raw: str, value: Any) -> ParamsError | None:
-    """The refusal of a ``--set`` value that YAML 1.2, YAML 1.1 and ``dvc exp run -S`` would read differently."""
-    text = raw.strip()
-    if isinstance(value, bool) or _PLAIN_NUMBER.fullmatch(text):
-        return None
-    try:
-        old = yaml.safe_load(text)
-    except yaml.YAMLError:
-        old = text
-    numbers = (int, float)
-    if not (isinstance(value, numbers) or (isinstance(old, numbers) and not isinstance(old, bool))):
-        return None
-    readers = [("YAML 1.2 (how DVC and groundkit read params.yaml)", value), ("YAML 1.1", old)]
-    if isinstance(value, numbers):
-        readers.append(("`dvc exp run -S`", text))  # Hydra's grammar: a number is decimal, without leading zeros
-    readings: dict[str, list[str]] = {}
-    for reader, reading in readers:
-        shown = f"the text {reading!r}" if isinstance(reading, str) else repr(reading)
-        readings.setdefault(shown, []).append(reader)
-    told = ", ".join(f"{shown} by {' and '.join(names)}" for shown, names in readings.items())
-    return ParamsError("--set", f"{key}={text} is not read alike: {told}", key=key,
-                       fix="write the number in plain decimal (no leading zeros, 0x/0o/0b prefixes, underscores or "
-                           "colons), or quote it if you mean the text")
-
-
-def _parse_override(assignment: str) -> tuple[list[str], Any]:
-    if "=" not in assignment:
-        raise ParamsError(
-            "--set", f"{assignment!r} is not KEY=VALUE", fix="write e.g. --set chunk.size=400"
-        )
-    key, _, raw = assignment.partition("=")
-    key = key.strip()
-    if key in PATH_KEYS:
-        return key.split("."), raw
-    if not raw.strip():
-        return key.split("."), raw
-    try:
-        value = _yaml12().load(raw)
-    except Exception:  # ruamel's errors share no base class with a stable name: the text stays text
-        value = raw
-    refusal = _ambiguous(key, raw, value)
-    if refusal is not None:
-        raise refusal
-    return key.split("."), value
-
-
-def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply ``section.key=value`` overrides to raw params: values parsed as YAML, except paths (``PATH_KEYS``)."""
-    for assignment in overrides:
-        keys, value = _parse_override(assignment)
-        node = data
-        for depth, part in enumerate(keys[:-1]):
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ParamsError(
-                    "--set", f"{'.'.join(keys[: depth + 1])} is not a section", key=".".join(keys)
-                )
-            node = child
-        node[keys[-1]] = value
-    return data
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key written twice in one mapping (PyYAML keeps the last silently).
-
-    Only a file DVC's reader refused is read with it: its messages name the dotted key and both lines.
-    """
-
-    def construct_document(self, node: yaml.Node) -> Any:
-        self._prefixes = _key_prefixes(node)
-        return super().construct_document(node)
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        first_line: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue  # `<<: *defaults` is meant to be overridden by the keys beside it
-            key = self.construct_object(key_node, deep=True)
-            try:
-                earlier = first_line.get(key)
-            except TypeError:
-                continue  # an unhashable key: SafeLoader reports it, with its line
-            if earlier is not None:
-                raise DuplicateKeyError(self._prefixes.get(id(node), "") + str(key), key_node.start_mark.line + 1,
-                                    earlier)
-            first_line[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
-
-
-def _key_prefixes(root: yaml.Node) -> dict[int, str]:
-    """The dotted path (``retrieve.options.``) in front of the keys of each mapping node, by node id."""
-    prefixes: dict[int, str] = {}
-    stack: list[tuple[yaml.Node, str]] = [(root, "")]
-    while stack:  # iterative, and each node once: aliases may point back up the tree
-        node, prefix = stack.pop()
-        if id(node) in prefixes:
-            continue
-        prefixes[id(node)] = prefix
-        if isinstance(node, yaml.MappingNode):
-            stack.extend((value, f"{prefix}{key.value}.") for key, value in node.value
-                         if isinstance(key, yaml.ScalarNode))
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend((item, f"{prefix}{index}.") for index, item in enumerate(node.value))
-    return prefixes
-
-
-def read_params_file(path: str | Path) -> dict[str, Any]:
-    """Read params.yaml into a dict as DVC reads it (YAML 1.2, :func:`_yaml12`), with YAML errors (a key
-    written twice among them) reported by line."""
-    path = Path(path)
-    if not path.is_file():
-        raise ParamsError(path, f"params file does not exist{near_path_text(path)}",
-                          fix="pass --params PATH or create params.yaml")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ParamsError(path, "is not valid UTF-8", fix="re-encode the file as UTF-8") from None
-    from ruamel.yaml import YAMLError as Yaml12Error
-
-    try:
-        data = _yaml12().load(text)
-    except Yaml12Error as exc:
-        _explain_yaml_error(path, text)  # PyYAML's reading names the dotted key of a duplicate and the line
-        mark = getattr(exc, "problem_mark", None)
-        raise ParamsError(path, f"is not valid YAML: {getattr(exc, 'problem', None) or exc}",
-                          fix="check indentation and quoting",
-                          line=mark.line + 1 if mark is not None else None) from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ParamsError(path, "must be a YAML mapping of sections", fix="see the committed params.yaml")
-    return data
-
-
-def _explain_yaml_error(path: Path, text: str) -> None:
-    """Raise the ParamsError that PyYAML's reading of ``text`` gives, if it finds a problem (it says more)."""
-    try:
-        yaml.load(text, Loader=_UniqueKeyLoader)
-    except DuplicateKeyError as exc:
-        raise ParamsError(path, f"duplicate key (first set on line {exc.first_line}); YAML would silently keep only "
-                          "the last value", key=exc.key, line=exc.line,
-                          fix="keep one of the two lines") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ParamsError(
-            path,
-            f"is not valid YAML: {getattr(exc, 'problem', exc)}",
-            fix="check indentation and quoting",
-            line=mark.line + 1 if mark is not None else None,
-        ) from None
-
-
 def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
     """Validate raw params read from ``source``, naming ``source`` and the offending dotted key on error."""
     try:
@@ -580,7 +442,7 @@ def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
                    "a number (`dvc exp run -S` quotes 010 or 0x10: it takes them as text)")
         elif "depth" in problem:
             key = key or "retrieve.depth"
-            fix = "raise retrieve.depth to at least max(score.ks) or lower the largest k"
+            fix = "raise retrieve.depth to at least the deepest k of score.measures, or measure at a smaller k"
         elif key and first["type"] != "extra_forbidden":
             fix = f"see the default params.yaml for the allowed values of {key}"
         raise ParamsError(source, problem, key=key or None, fix=fix) from None

@@ -55,13 +55,20 @@ def write_tiny_corpus(root: Path, judgments_path: Path) -> tuple[Path, Path]:
     return root, judgments
 
 
+def rank_metrics(ks, budgets=()):
+    """The metric names of the first scoring releases, at the cut-offs ``ks`` and the budgets: hit rate, MRR,
+    nDCG and chars at each k, then hit rate within each budget (what tests of score_run measure)."""
+    return [*(f"recall@{k}" for k in ks), "mrr", *(f"ndcg@{k}" for k in ks), *(f"chars@{k}" for k in ks),
+            *(f"recall@{b}chars" for b in budgets)]
+
+
 @pytest.fixture
 def throwaway_measure():
     """``hits@k`` (gold ids among the top k), registered for one test: all that adding a measure takes."""
-    from groundkit.scoring.measures import MEASURES, Aspect, Cutoff, Measure
+    from groundkit.scoring.measures import MEASURES, Cutoff, Measure
 
-    measure = MEASURES.register(Measure("hits", Cutoff.RANK, Aspect.QUALITY, "gold ids among the top k",
-                                        lambda q, k: float(len(set(q.ranking[:k]) & q.gold))))
+    measure = MEASURES.register(Measure("hits", frozenset({Cutoff.RANK}), "gold ids among the top k",
+                                        lambda q, cut: float(len(set(q.ranking[:cut.value]) & q.gold))))
     yield measure
     MEASURES.unregister(measure)
 

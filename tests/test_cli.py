@@ -23,7 +23,7 @@ def test_run_writes_artifacts_and_reports(tiny_corpus, tmp_path):
     corpus, judgments = tiny_corpus
     out = tmp_path / "out"
     result = groundkit("run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(out),
-                       "--set", "chunk.size=60", "--set", "score.ks=[1, 3]")
+                       "--set", "chunk.size=60")
     assert result.returncode == 0, result.stderr
     metrics = json.loads((out / "detail.json").read_text())
     assert metrics["answerable"]["queries"] == 3

@@ -1,6 +1,6 @@
 import pytest
 
-from groundkit.config import load_params, validate_params
+from groundkit.config import DEFAULT_HEADLINE, DEFAULT_MEASURES, load_params, validate_params
 from groundkit.errors import ParamsError
 
 
@@ -11,8 +11,11 @@ def write(tmp_path, text: str):
 
 
 def test_defaults_and_overrides(tmp_path):
-    params = load_params(write(tmp_path, "chunk:\n  size: 400\n"), ["bm25.k1=0.9", "score.ks=[1, 5]"])
-    assert (params.chunk.size, params.bm25.k1, params.score.ks, params.retrieve.depth) == (400, 0.9, [1, 5], 100)
+    params = load_params(write(tmp_path, "chunk:\n  size: 400\n"),
+                         ["bm25.k1=0.9", "score.measures=[recall@1, ndcg@5]", "score.headline=[ndcg@5]"])
+    assert (params.chunk.size, params.bm25.k1, params.score.measures, params.retrieve.depth) == (
+        400, 0.9, ["recall@1", "ndcg@5"], 100)
+    assert (params.score.headline, params.score.deepest_rank, params.score.min_overlap) == (["ndcg@5"], 5, 0.0)
 
 
 @pytest.mark.parametrize(
@@ -23,9 +26,12 @@ def test_defaults_and_overrides(tmp_path):
         ("chunk:\n  strategy: semantic\n", "chunk.strategy", "Input should be"),
         ("bm25:\n  k1: -1\n", "bm25.k1", "greater than or equal to 0"),
         ("bm25:\n  b: 1.5\n", "bm25.b", "less than or equal to 1"),
-        ("score:\n  ks: []\n", "score.ks", "at least one cut-off"),
-        ("score:\n  ks: [1, 2.5]\n", "score.ks.1", "integer"),
-        ("retrieve:\n  depth: 5\n", "retrieve.depth", "smaller than the largest k"),
+        ("score:\n  measures: []\n", "score.measures", "lists no metric"),
+        ("score:\n  measures: [ndcg@10, recall@x]\n", "score.measures", "'recall@x' is not a metric name"),
+        ("score:\n  measures: [ndcg@10, ndcg@10]\n  headline: [ndcg@10]\n", "score.measures", "twice"),
+        ("score:\n  headline: [ndcg@4]\n", "score", "score.measures does not compute"),
+        ("score:\n  min_overlap: 1.5\n", "score.min_overlap", "less than or equal to 1"),
+        ("retrieve:\n  depth: 5\n", "retrieve.depth", "smaller than the deepest k of score.measures (10)"),
         ("chunk:\n  sise: 400\n", "chunk.sise", "not a known field"),
         ("chunkk:\n  size: 400\n", "chunkk", "not a known field"),
         ("tokenize:\n  stemmer: klingon\n", "tokenize.stemmer", "unknown stemmer; use none or one of"),
@@ -61,7 +67,8 @@ def test_result_params_keep_only_what_the_retriever_reads():
     assert sorted(hybrid) == ["bm25", "chunk", "dense", "hybrid", "retrieve", "score", "tokenize"]
     external = load_params(None, ["retrieve.retriever=external", "retrieve.run=/abs/run.jsonl"]).result_params()
     assert external == {"retrieve": {"depth": 100, "retriever": "external"},
-                        "score": {"ks": [1, 3, 5, 10], "budgets": [500, 1000, 2000]}}
+                        "score": {"measures": list(DEFAULT_MEASURES), "headline": list(DEFAULT_HEADLINE),
+                                  "min_overlap": 0.0}}
     custom = load_params(None, ["retrieve.retriever=python:m:f", "retrieve.options={a: 1}"]).result_params()
     assert custom["retrieve"]["options"] == {"a": 1}
 

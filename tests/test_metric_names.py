@@ -1,6 +1,6 @@
-"""Metric names are built in one place: groundkit/scoring/measures.py.
+"""Metric names are built in one place: groundkit/scoring/names.py.
 
-Every other module asks the registry (``Measure.label``, ``MEASURES.names``) for a name. This test
+Every other module asks the registry (``Measure.label``, ``Metric.name``) for a name. This test
 reads groundkit's source and fails where an f-string, ``%`` or ``.format()`` or a ``+`` chain
 puts a cut-off into a metric name itself, as ``f"recall@{k}"`` or ``f"recall@{b}chars"`` once did in
 five modules.
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "groundkit"
-REGISTRY = PACKAGE / "scoring" / "measures.py"
+REGISTRY = PACKAGE / "scoring" / "names.py"
 
 HOLE = "\x00"  # stands for an interpolated value in a template; never in source text
 # A metric name with a hole for its cut-off: `name@<hole>`, `<hole>@<hole>`, or `<hole>chars` (a budget).
@@ -98,4 +98,4 @@ def test_no_metric_name_is_built_outside_the_registry():
     offences = [f"{path.relative_to(PACKAGE.parent)}:{line}"
                 for path in sorted(PACKAGE.rglob("*.py")) if path != REGISTRY
                 for line in built_metric_names(path.read_text(encoding="utf-8"))]
-    assert offences == [], "ask groundkit.scoring.measures for metric names (Measure.label, MEASURES.names)"
+    assert offences == [], "ask groundkit.scoring.measures for metric names (Measure.label, Metric.name)"

@@ -108,7 +108,8 @@ def test_pr_eval_gates_a_regression_and_writes_the_comment_and_the_report(pull_r
     comment = (repo / "build" / "pr-eval" / "comment.md").read_text(encoding="utf-8")
     assert comment.startswith(MARKER + "\n## groundkit compare: `main` → `metrics`")
     assert "**The results committed at HEAD are not what `dvc repro` gives**" in comment
-    assert "Parameters changed: `chunk.size` 800 → 400." in comment and "**Verdict: worse**" in comment
+    # 400-character chunks: nDCG@10 falls with half the context read (a trade: mixed), and the gate fails on it.
+    assert "Parameters changed: `chunk.size` 800 → 400." in comment and "**Verdict: mixed**" in comment
     assert ":x: **Gate failed:** ndcg@10 dropped significantly (corrected p < 0.05) by more than 0.0." in comment
     assert stale.stdout == comment
     report = (repo / "build" / "pr-eval" / "report.html").read_text(encoding="utf-8")

@@ -111,7 +111,8 @@ def add(commands: Any) -> None:
                     "start/end character offsets or the passage text (see examples/README.md).",
     )
     score_run.add_argument("run_file", metavar="RUN.jsonl", help="the external run")
-    add_inputs(score_run, params_help="params.yaml (for score.ks and retrieve.depth)", set_example="score.ks=[1,5]")
+    add_inputs(score_run, params_help="params.yaml (for score.measures and retrieve.depth)",
+               set_example="score.min_overlap=0.5")
     score_run.add_argument("--out", required=True, help="output directory for the artifacts")
     score_run.add_argument("--force", action="store_true", help=FORCE_HELP)
     score_run.set_defaults(handler=_cmd_run)

@@ -13,15 +13,13 @@ REGRESSION_EXIT = 4
 
 def _compare_gate() -> list[str]:
     """compare's --metric default, named by the measure registry: what the verdict judges by."""
-    from groundkit.scoring.measures import NDCG
+    from groundkit.reports.compare import DEFAULT_GATE
 
-    return [NDCG.label(10)]
+    return list(DEFAULT_GATE)
 
 def _sweep_metrics() -> list[str]:
     """sweep-plot's --metric default: the columns of its table."""
-    from groundkit.scoring.measures import BUDGET_RECALL, CHARS, NDCG, RECALL
-
-    return [RECALL.label(1), RECALL.label(10), NDCG.label(10), CHARS.label(10), BUDGET_RECALL.label(1000)]
+    return ["recall@1", "recall@10", "ndcg@10", "chars@10", "recall@1000chars", "coverage@1000chars"]
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     import json
@@ -30,6 +28,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from groundkit.errors import CompareError
     from groundkit.reports.compare import check_correction, compare, parse_options
     from groundkit.reports.compare_many import compare_many, experiment_sides, render_markdown_many, to_json_many
+    from groundkit.reports.compare_terminal import render_text, render_text_many
     from groundkit.reports.compare_text import render_markdown, to_json
     from groundkit.reports.sides import read_side
 
@@ -59,22 +58,29 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                                "dvc queue start")
     else:
         candidates = [read_side(spec, cwd=cwd, metrics_dir=args.metrics_dir) for spec in args.candidates]
-    gate = names(args.metric) or _compare_gate()
+    output = _compare_format(args)
+    gate = names(args.metric) or None  # None: the default gate, less what a side does not report
     options = {"gate": gate, "alpha": alpha, "max_drop": max_drop, "allow_corpus_change": args.allow_corpus_change,
                "correction": correction}
     if len(candidates) == 1:
         result = compare(baseline, candidates[0], **options)
-        report = json.dumps(to_json(result), indent=2, sort_keys=True) + "\n" if args.json \
-            else render_markdown(result, top=top)
+        report = {"json": lambda: json.dumps(to_json(result), indent=2, sort_keys=True) + "\n",
+                  "md": lambda: render_markdown(result, top=top),
+                  "text": lambda: render_text(result, top=top)}[output]()
         for name, why in left_out:
             print(f"left out of --experiments: {name}: {why}", file=sys.stderr)
         untested, regressions = result.untested, {result.candidate.label: result.regressions}
+        gate_notes = result.gate_notes
     else:
         many = compare_many(baseline, candidates, left_out=left_out, **options)
-        report = json.dumps(to_json_many(many), indent=2, sort_keys=True) + "\n" if args.json \
-            else render_markdown_many(many)
+        report = {"json": lambda: json.dumps(to_json_many(many), indent=2, sort_keys=True) + "\n",
+                  "md": lambda: render_markdown_many(many),
+                  "text": lambda: render_text_many(many)}[output]()
         untested = {f"{m} ({r.side.label})": why for r in many.candidates for m, why in r.untested.items()}
         regressions = {r.side.label: r.regressions for r in many.candidates}
+        gate_notes = many.gate_notes
+    for note in gate_notes:
+        print(f"note: {note}", file=sys.stderr)
     print(report, end="")
     if args.fail_on_regression and untested:
         for metric, why in untested.items():
@@ -87,6 +93,20 @@ def _cmd_compare(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return REGRESSION_EXIT
     return 0
+
+def _compare_format(args: argparse.Namespace) -> str:
+    """text on a terminal, Markdown when piped (the pull-request script's comment); --json is --format json."""
+    from groundkit.errors import CompareError
+    from groundkit.reports.compare_terminal import FORMATS
+
+    if args.format is not None and args.format not in FORMATS:
+        raise CompareError("--format", f"{args.format!r} is not a format compare writes",
+                           fix=f"use one of {', '.join(FORMATS)}")
+    if args.json and args.format not in (None, "json"):
+        raise CompareError("--json", f"is given with --format {args.format}", fix="give one of them")
+    if args.json:
+        return "json"
+    return args.format or ("text" if sys.stdout.isatty() else "md")
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
@@ -104,7 +124,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     check_file(Path(args.out), command="report", what="a groundkit report", force=args.force, recognise=is_report,
                inputs={})
     page = report(args.run, args.baseline, cwd=Path.cwd(), metrics_dir=args.metrics_dir,
-                  gate=names(args.metric) or _compare_gate(), alpha=check_alpha(alpha),
+                  gate=names(args.metric) or None, alpha=check_alpha(alpha),
                   allow_corpus_change=args.allow_corpus_change, top_k=int(args.top_k))
     atomic_write_text(Path(args.out), page)
     print(f"report written to {args.out} ({len(page.encode('utf-8')) / 1024:.0f} KiB)")
@@ -165,8 +185,11 @@ def add(commands: Any) -> None:
     cmp.add_argument("--fail-on-regression", action="store_true",
                      help=f"exit {REGRESSION_EXIT} if a --metric of any candidate dropped significantly (corrected p "
                      "below --alpha) by more than --max-drop")
-    cmp.add_argument("--json", action="store_true", help="print the report as JSON")
-    cmp.add_argument("--top", default="15", help="queries listed per direction in Markdown (default 15)")
+    cmp.add_argument("--format", default=None, metavar="text|md|json",
+                     help="plain text within 100 columns, verdict first (the default on a terminal); Markdown for a "
+                     "pull request's comment (the default when piped); or JSON")
+    cmp.add_argument("--json", action="store_true", help="the same as --format json")
+    cmp.add_argument("--top", default="15", help="queries listed per direction (default 15)")
     cmp.add_argument("--allow-corpus-change", action="store_true",
                      help="compare runs scored over different corpora (different corpus_hash); the report says so")
     cmp.add_argument("--metrics-dir", default="metrics", help="where a revision keeps per_query.csv and run.json")

@@ -63,6 +63,7 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
     from groundkit._collector import fewer_collections
     from groundkit.config import load_params
     from groundkit.pipeline.store import Store
+    from groundkit.scoring.measures import metrics_of
 
     args = _parser(installed).parse_args(argv)
     stage = BY_NAME[args.stage]
@@ -79,6 +80,7 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
         # against the file, not against its copy on the command line.
         load_params(args.params, stage.overrides(given))
     params = load_params(args.params, [*repeated, *stage.overrides(given)])
+    metrics_of(params)  # a metric no measure writes fails the first stage that runs, not the score stage
     code = _declared(args.code) if installed else None
     guards = code is not None and stage.code == "imports"
     if guards:

@@ -32,6 +32,7 @@ from groundkit.pipeline.stages import (
 from groundkit.pipeline.store import RunStore
 from groundkit.retrieval.kinds import Need
 from groundkit.scoring.cautions import PREFIX, unanswered
+from groundkit.scoring.measures import metrics_of
 
 __all__ = ["ARTIFACTS", "run"]
 
@@ -56,6 +57,7 @@ def run(
     Raises:
         OutputError: if ``out`` is, contains or lies inside an input, or holds files groundkit did not write.
     """
+    metrics_of(params)  # a metric no measure writes fails before any work
     corpus, judgments = Path(corpus), Path(judgments)
     sources: dict[str, str | Path | None] = {"the corpus folder": corpus, "the judgments file": judgments,
                                              **(inputs or {})}

@@ -16,6 +16,7 @@ one baseline with several candidates, and compare_text.py writes a comparison as
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,13 +33,18 @@ from groundkit.reports.stats import (
     smallest_p_value,
     wins_ties_losses,
 )
-from groundkit.scoring.measures import BUDGET_RECALL, MEASURES, NDCG, RECALL
+from groundkit.scoring.measures import MEASURES, Cut, Cutoff
 
 SHORT_HASH = 12
 
+CHARS = "chars"
+"""The measure of the context a ranking costs: a gain read with more of it is bought, not won."""
+
 
 # The per-category table: every hit rate (at k and at a budget), then nDCG at the deepest k.
-PER_CATEGORY = (RECALL, BUDGET_RECALL)
+DEFAULT_GATE = ("ndcg@10", "coverage@1000chars")
+"""What the verdict judges by unless told otherwise: ranking quality, and how much of the gold a context window of
+1,000 characters holds (size-fair), so that a larger chunk cannot win by reading more."""
 
 
 ALL = "all"  # the category name of the overall row in the table of detectable effects
@@ -111,6 +117,9 @@ class Comparison:
     correction: str = "holm"
     p_adjusted: dict[str, float | None] = field(default_factory=dict)
     detectable: list[Detectable] = field(default_factory=list)
+    costs: dict[str, Stat] = field(default_factory=dict)
+    traded: dict[str, str] = field(default_factory=dict)
+    gate_notes: list[str] = field(default_factory=list)
 
 
 def _option(name: str, text: str, kind: type[int] | type[float], expected: str, fix: str) -> float:
@@ -288,7 +297,7 @@ def check_gate(gate: list[str]) -> list[str]:
     gate = list(dict.fromkeys(gate))  # empty: no verdict asked for (the Python API's comparisons)
     for name in gate:
         try:
-            measure, _ = MEASURES.parse(name)
+            measure = MEASURES.parse(name).measure
         except MeasureError as exc:
             raise CompareError("--metric", str(exc), fix="name a metric both runs report, e.g. ndcg@10") from None
         if not measure.directed:
@@ -297,6 +306,28 @@ def check_gate(gate: list[str]) -> list[str]:
                                fix="gate on what retrieval achieves, e.g. ndcg@10, or on hit rate within a context "
                                    "budget (recall@1000chars); the report shows every chars@k delta either way")
     return gate
+
+
+def default_gate(sides: Sequence[Side]) -> tuple[list[str], list[str]]:
+    """:data:`DEFAULT_GATE`'s metrics that every side reports, and a note for each left out.
+
+    A baseline scored by an earlier groundkit may not report a metric the default gate has since gained
+    (``coverage@1000chars``): the comparison gates on the rest and says so, rather than refusing every pull
+    request until the base branch is scored again. A metric named with ``--metric`` is never left out.
+    """
+    gate, notes = [], []
+    for name in DEFAULT_GATE:
+        lacking = [side.label for side in sides if name not in side.metric_names]
+        if lacking:
+            notes.append(f"{name} is left out of the default gate: {', '.join(lacking)} "
+                         f"{'does' if len(lacking) == 1 else 'do'} not report it (scored with other score.measures, "
+                         "or by an earlier groundkit); run the pipeline there again to gate on it")
+        else:
+            gate.append(name)
+    if not gate:
+        raise CompareError("--metric", f"none of the default gate ({', '.join(DEFAULT_GATE)}) is reported by every "
+                           "run", fix="name metrics both runs report with --metric")
+    return gate, notes
 
 
 def paired_metrics(baseline: Side, candidate: Side, gate: list[str]) -> tuple[list[str], dict[str, list[str]]]:
@@ -310,8 +341,8 @@ def paired_metrics(baseline: Side, candidate: Side, gate: list[str]) -> tuple[li
         if name in one_sided["baseline"] or name in one_sided["candidate"]:
             which = "baseline" if name in one_sided["baseline"] else "candidate"
             raise CompareError("--metric", f"{name!r} is reported by the {which} only, so it cannot be paired",
-                               fix=f"use one of {metrics}, or re-run both sides with the same score.ks and "
-                               "score.budgets")
+                               fix=f"use one of {metrics}, or re-run both sides with the same "
+                                   "score.measures")
         raise CompareError("--metric", f"{[name]} is not reported by both runs", fix=f"use one of {metrics}")
     return metrics, one_sided
 
@@ -332,32 +363,108 @@ def params_changed(baseline: Side, candidate: Side) -> dict[str, list[Any]]:
     return {k: [before.get(k), after.get(k)] for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)}
 
 
-def decide(gated: list[Stat], p_adjusted: list[float | None], alpha: float,
-           max_drop: float) -> tuple[str, list[str], dict[str, str]]:
-    """``(verdict, regressions, untested)`` of one candidate from its gated stats and corrected p-values."""
+VERDICTS = ("better", "mixed", "worse", "no significant change", "untested")
+"""A candidate's verdict on the gated metrics (corrected p < alpha is significant). A change in a metric read at
+the top k is *traded* when the context read there (``chars@k``) moved significantly the same way: a rise that
+came with more text to read, or a fall that came with less, is a trade of context for quality, not a gain or
+a loss. Size-fair metrics (read at a context budget) are never traded.
+
+- better: some gated metric rose, and none fell, other than by trade;
+- worse: some fell, and none rose, other than by trade;
+- mixed: some rose and some fell, or every change was a trade (larger chunks gaining nDCG@10 by being
+  read whole are at best mixed);
+- no significant change; untested: no gated metric could be tested (fewer than two paired queries).
+"""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A candidate's verdict and what it rests on.
+
+    Attributes:
+        verdict: One of :data:`VERDICTS`.
+        regressions: Gated metrics that fell significantly by more than the allowed drop (the gate's failures,
+            traded or not: a reviewer decides whether the context saved was worth it).
+        untested: Gated metrics without a paired test, and why.
+        traded: Each gated metric that moved significantly with its context, and that cost metric (``chars@k``).
+    """
+
+    verdict: str
+    regressions: list[str]
+    untested: dict[str, str]
+    traded: dict[str, str] = field(default_factory=dict)
+
+
+def cost_metric(metric: str, reported: Sequence[str]) -> str | None:
+    """The context a change in ``metric`` is read with: ``chars@k`` at its k (the deepest k for a metric without a
+    cut-off, which reads the whole ranking); None for a size-fair metric, a cost itself, or when chars@k is not
+    among the ``reported`` metrics."""
+    parsed = MEASURES.parse(metric)
+    if parsed.size_fair or not parsed.measure.directed:
+        return None
+    chars = MEASURES[CHARS]
+    if parsed.cut is not None:
+        name = chars.label(Cut(Cutoff.RANK, parsed.cut.value))
+        return name if name in reported else None
+    deepest = max((m.cut.value for m in map(MEASURES.parse, reported)
+                   if m.measure is chars and m.cut is not None), default=None)
+    return None if deepest is None else chars.label(Cut(Cutoff.RANK, deepest))
+
+
+def cost_metrics(gate: Sequence[str], reported: Sequence[str]) -> dict[str, str]:
+    """Each gated metric's :func:`cost_metric`, where there is one."""
+    return {m: cost for m in gate if (cost := cost_metric(m, reported)) is not None}
+
+
+def decide(gated: list[Stat], p_adjusted: list[float | None], alpha: float, max_drop: float,
+           costs: Mapping[str, Stat] | None = None) -> Decision:
+    """One candidate's :class:`Decision` from its gated stats, their corrected p-values, and the stats of the
+    context each gated metric is read with (``costs``, by gated metric). A cost's move is tested at ``alpha``
+    alone, uncorrected: a doubt about what a change cost counts against calling it a gain."""
+    costs = costs or {}
     untested = {s.metric: f"{count_text(s.queries)}; a paired test needs at least two"
                 for s in gated if s.p_value is None}
-    significant = [s for s, p in zip(gated, p_adjusted, strict=True) if p is not None and p < alpha]
+    significant = [s for s, p in zip(gated, p_adjusted, strict=True)
+                   if p is not None and p < alpha and s.delta is not None and s.delta != 0]
     regressions = [s.metric for s in significant if s.delta is not None and s.delta < -max_drop]
-    if any(s.delta is not None and s.delta < 0 for s in significant):
+    traded = {s.metric: costs[s.metric].metric for s in significant
+              if s.metric in costs and _moved_with(costs[s.metric], s, alpha)}
+    rose = [s for s in significant if s.delta is not None and s.delta > 0 and s.metric not in traded]
+    fell = [s for s in significant if s.delta is not None and s.delta < 0 and s.metric not in traded]
+    if rose and fell:
+        verdict = "mixed"
+    elif fell:
         verdict = "worse"
-    elif any(s.delta is not None and s.delta > 0 for s in significant):
+    elif rose:
         verdict = "better"
+    elif traded:
+        verdict = "mixed"
     elif untested and len(untested) == len(gated):
         verdict = "untested"
     else:
         verdict = "no significant change"
-    return verdict, regressions, untested
+    return Decision(verdict, regressions, untested, traded)
+
+
+def _moved_with(cost: Stat, stat: Stat, alpha: float) -> bool:
+    """Whether the context read (``cost``) moved significantly in the direction ``stat`` did."""
+    if cost.p_value is None or cost.p_value >= alpha or not cost.delta or not stat.delta:
+        return False
+    return (cost.delta > 0) == (stat.delta > 0)
 
 
 def compare(
-    baseline: Side, candidate: Side, *, gate: list[str], alpha: float = 0.05, max_drop: float = 0.0,
+    baseline: Side, candidate: Side, *, gate: list[str] | None = None, alpha: float = 0.05, max_drop: float = 0.0,
     allow_corpus_change: bool = False, correction: str = "holm",
 ) -> Comparison:
-    """Pair the two sides query by query and compute every statistic of the report."""
+    """Pair the two sides query by query and compute every statistic of the report (``gate`` None: the default
+    gate, :func:`default_gate`; empty: no verdict, the table alone)."""
     check_alpha(alpha)
     check_max_drop(max_drop)
     check_correction(correction)
+    gate_notes: list[str] = []
+    if gate is None:
+        gate, gate_notes = default_gate([baseline, candidate])
     gate = check_gate(gate)
     corpus_change = check_comparable(baseline, candidate, allow_corpus_change)
     metrics, one_sided = paired_metrics(baseline, candidate, gate)
@@ -368,9 +475,7 @@ def compare(
 
     answerable_categories = [baseline.categories[i] for i in before_rows]
     categories = sorted(set(answerable_categories))
-    measure_of = {m: MEASURES.parse(m)[0] for m in metrics}
-    ndcg = [m for m in metrics if measure_of[m] is NDCG]
-    per_category_metrics = [m for m in metrics if measure_of[m] in PER_CATEGORY] + ndcg[-1:]
+    per_category_metrics = per_category(metrics)
     by_category = {}
     for c in categories:
         mask = np.array([category == c for category in answerable_categories], dtype=bool)
@@ -405,13 +510,27 @@ def compare(
     result = Comparison(baseline=baseline, candidate=candidate, overall=overall, by_category=by_category,
                         worse=worse, better=better, no_answer=no_answer,
                         params_changed=params_changed(baseline, candidate), gate=gate, alpha=alpha,
-                        max_drop=max_drop, corpus_change=corpus_change, one_sided=one_sided, correction=correction)
+                        max_drop=max_drop, corpus_change=corpus_change, one_sided=one_sided, correction=correction,
+                        gate_notes=gate_notes)
     gated = [s for s in overall if s.metric in gate]
     adjusted = adjust_p_values([s.p_value for s in gated], correction)
     result.p_adjusted = {s.metric: p for s, p in zip(gated, adjusted, strict=True)}
-    result.verdict, result.regressions, result.untested = decide(gated, adjusted, alpha, max_drop)
+    by_metric = {s.metric: s for s in overall}
+    result.costs = {m: by_metric[cost] for m, cost in cost_metrics(gate, metrics).items()}
+    decision = decide(gated, adjusted, alpha, max_drop, result.costs)
+    result.verdict, result.regressions, result.untested, result.traded = (
+        decision.verdict, decision.regressions, decision.untested, decision.traded)
     result.detectable = detectable(baseline, before_rows, [s.metric for s in gated], alpha)
     return result
 
 def count_text(queries: int) -> str:
     return f"{queries} answerable {'query' if queries == 1 else 'queries'}"
+
+
+def per_category(metrics: list[str]) -> list[str]:
+    """The metrics the per-category table shows: every hit rate, coverage at each budget, nDCG at the deepest k."""
+    parsed = [MEASURES.parse(m) for m in metrics]
+    shown = [m.name for m in parsed if m.measure.name == "recall"
+             or (m.measure.name == "coverage" and m.cut is not None and m.cut.kind is Cutoff.BUDGET)]
+    ndcg = sorted((m.cut.value, m.name) for m in parsed if m.measure.name == "ndcg" and m.cut is not None)
+    return shown + [name for _, name in ndcg[-1:]]

@@ -24,6 +24,7 @@ import numpy as np
 
 from groundkit.errors import CompareError
 from groundkit.reports.compare import (
+    VERDICTS,
     Detectable,
     Stat,
     answerable_ids,
@@ -32,7 +33,9 @@ from groundkit.reports.compare import (
     check_correction,
     check_gate,
     check_max_drop,
+    cost_metrics,
     decide,
+    default_gate,
     detectable,
     metric_matrix,
     paired_metrics,
@@ -51,6 +54,7 @@ from groundkit.reports.compare_text import (
     interval_cells,
     number_text,
     signed_text,
+    verdict_reason,
 )
 from groundkit.reports.sides import Side, read_side, resolve_revision
 from groundkit.reports.stats import RESAMPLES, SEED, adjust_p_values
@@ -70,6 +74,8 @@ class CandidateResult:
     verdict: str = ""
     regressions: list[str] = field(default_factory=list)
     untested: dict[str, str] = field(default_factory=dict)
+    costs: dict[str, Stat] = field(default_factory=dict)
+    traded: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -85,49 +91,69 @@ class ManyComparison:
     queries: int
     left_out: list[tuple[str, str]] = field(default_factory=list)
     verdict: str = ""
+    gate_notes: list[str] = field(default_factory=list)
 
 
 def compare_many(
-    baseline: Side, candidates: list[Side], *, gate: list[str], alpha: float = 0.05, max_drop: float = 0.0,
+    baseline: Side, candidates: list[Side], *, gate: list[str] | None = None, alpha: float = 0.05,
+    max_drop: float = 0.0,
     allow_corpus_change: bool = False, correction: str = "holm", left_out: list[tuple[str, str]] | None = None,
 ) -> ManyComparison:
     """Pair each candidate with the baseline on the gated metrics, and correct their p-values together."""
     check_alpha(alpha)
     check_max_drop(max_drop)
     check_correction(correction)
+    gate_notes: list[str] = []
+    if gate is None:
+        gate, gate_notes = default_gate([baseline, *candidates])
     gate = check_gate(gate)
     changes = [check_comparable(baseline, c, allow_corpus_change) for c in candidates]
     for candidate in candidates:
         paired_metrics(baseline, candidate, gate)
+    shared = [m for m in baseline.metric_names if all(m in c.metric_names for c in candidates)]
+    costs = cost_metrics(gate, shared)
+    measured = [*gate, *(m for m in dict.fromkeys(costs.values()))]  # a cost is never gated (check_gate)
     ids = answerable_ids(baseline)
     before_rows = rows_of(baseline, ids)
     after_rows = [rows_of(c, ids) for c in candidates]
-    before = metric_matrix(baseline, before_rows, gate)
-    overall = paired_rows(gate, before, [metric_matrix(c, r, gate) for c, r in zip(candidates, after_rows,
-                                                                                    strict=True)])
+    before = metric_matrix(baseline, before_rows, measured)
+    stats = paired_rows(measured, before, [metric_matrix(c, r, measured) for c, r in zip(candidates, after_rows,
+                                                                                          strict=True)])
+    overall = [row[:len(gate)] for row in stats]
     categories = [baseline.categories[i] for i in before_rows]
     by_category: list[dict[str, list[Stat]]] = [{} for _ in candidates]
     for category in sorted(set(categories)):
         mask = np.array([c == category for c in categories], dtype=bool)
         rows = paired_rows(gate, metric_matrix(baseline, before_rows[mask], gate),
                            [metric_matrix(c, r[mask], gate) for c, r in zip(candidates, after_rows, strict=True)])
-        for k, stats in enumerate(rows):
-            by_category[k][category] = stats
-    adjusted = adjust_p_values([s.p_value for stats in overall for s in stats], correction)
+        for k, row in enumerate(rows):
+            by_category[k][category] = row
+    adjusted = adjust_p_values([s.p_value for row in overall for s in row], correction)
     results = []
     for k, candidate in enumerate(candidates):
         mine = adjusted[k * len(gate):(k + 1) * len(gate)]
+        by_metric = {s.metric: s for s in stats[k]}
         result = CandidateResult(candidate, params_changed(baseline, candidate), changes[k], overall[k],
-                                 by_category[k], p_adjusted=dict(zip(gate, mine, strict=True)))
-        result.verdict, result.regressions, result.untested = decide(overall[k], mine, alpha, max_drop)
+                                 by_category[k], p_adjusted=dict(zip(gate, mine, strict=True)),
+                                 costs={m: by_metric[cost] for m, cost in costs.items()})
+        decision = decide(overall[k], mine, alpha, max_drop, result.costs)
+        result.verdict, result.regressions, result.untested, result.traded = (
+            decision.verdict, decision.regressions, decision.untested, decision.traded)
         results.append(result)
-    verdicts = {r.verdict for r in results}
-    verdict = next((v for v in ("worse", "better") if v in verdicts), None) or \
-        ("untested" if verdicts == {"untested"} else "no significant change")
+    verdict = verdict_summary([r.verdict for r in results])
     return ManyComparison(baseline=baseline, candidates=results, gate=gate, alpha=alpha, max_drop=max_drop,
                           correction=correction, tests=sum(1 for p in adjusted if p is not None),
                           detectable=detectable(baseline, before_rows, gate, alpha), queries=len(ids),
-                          left_out=list(left_out or []), verdict=verdict)
+                          left_out=list(left_out or []), verdict=verdict, gate_notes=gate_notes)
+
+
+def verdict_summary(verdicts: list[str]) -> str:
+    """The candidates' verdicts counted, in :data:`VERDICTS` order: "2 better, 1 worse"; one verdict when all agree
+    ("better" for every candidate). Never one word for candidates that disagree: a sweep with three better
+    candidates and one worse is not "worse"."""
+    if len(set(verdicts)) == 1:
+        return verdicts[0] if len(verdicts) == 1 else f"{verdicts[0]} (all {len(verdicts)})"
+    return ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS if v in verdicts)
 
 
 # --- the experiments of the current commit -----------------------------------------------------
@@ -199,6 +225,11 @@ def _changes(result: CandidateResult) -> str:
     return ", ".join(f"{k}={'(not set)' if v[1] is None else v[1]}" for k, v in result.params_changed.items())
 
 
+def _reason(r: CandidateResult, result: ManyComparison) -> str:
+    return verdict_reason(result.gate, {s.metric: s for s in r.overall}, r.p_adjusted, result.alpha, r.traded,
+                          r.costs)
+
+
 def _adjusted(p: float | None) -> str:
     return "n/a" if p is None else f"{p:.4f}"
 
@@ -255,15 +286,15 @@ def render_markdown_many(result: ManyComparison) -> str:
     if result.left_out:
         lines += ["Left out of `--experiments`: " + "; ".join(f"{name}: {why}" for name, why in result.left_out)
                   + ".", ""]
-    groups: dict[str, list[str]] = {}
+    lines.append(f"**Verdicts: {result.verdict}** at alpha = {result.alpha} on {', '.join(result.gate)}, "
+                 f"{corrected}:")
+    lines.append("")
     for r in result.candidates:
-        groups.setdefault(r.verdict, []).append(r.side.label)
-    shown_groups = "; ".join(f"{verdict}: {', '.join(names)}" for verdict, names in groups.items())
-    lines.append(f"**Verdict: {result.verdict}** at alpha = {result.alpha} on {', '.join(result.gate)}, "
-                 f"{corrected} ({shown_groups}).")
+        lines.append(f"- `{r.side.label}` ({_changes(r)}): **{r.verdict}**, {_reason(r, result)}.")
     regressed = [f"{r.side.label} ({', '.join(r.regressions)})" for r in result.candidates if r.regressions]
     if regressed:
         lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {'; '.join(regressed)}.")
+    lines += [f"Note: {note}." for note in result.gate_notes]
     return "\n".join(lines) + "\n"
 
 
@@ -274,7 +305,7 @@ def to_json_many(result: ManyComparison) -> dict[str, Any]:
         "judgments_hash": result.baseline.metadata["judgments_hash"],
         "method": METHOD,
         "gate": {"metrics": result.gate, "alpha": result.alpha, "max_drop": result.max_drop,
-                 "correction": result.correction, "tests": result.tests},
+                 "correction": result.correction, "tests": result.tests, "notes": result.gate_notes},
         "candidates": [{
             "candidate": r.side.label,
             "params_changed": r.params_changed,
@@ -284,6 +315,8 @@ def to_json_many(result: ManyComparison) -> dict[str, Any]:
             "verdict": r.verdict,
             "regressions": r.regressions,
             "untested": r.untested,
+            "context": {m: {"metric": cost.metric, **{k: v for k, v in cost.as_dict().items() if k != "metric"},
+                            "traded": m in r.traded} for m, cost in r.costs.items()},
         } for r in result.candidates],
         "detectable": [d.as_dict() for d in result.detectable],
         "left_out": [{"experiment": name, "reason": why} for name, why in result.left_out],

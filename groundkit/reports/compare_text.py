@@ -12,13 +12,13 @@ from groundkit.scoring.measures import MEASURES
 def number_text(value: float | None, metric: str) -> str:
     if value is None:
         return "n/a"
-    return f"{value:.{MEASURES.parse(metric)[0].decimals}f}"
+    return f"{value:.{MEASURES.parse(metric).measure.decimals}f}"
 
 
 def signed_text(value: float | None, metric: str) -> str:
     if value is None:
         return "n/a"
-    return f"{value:+.{MEASURES.parse(metric)[0].decimals}f}"
+    return f"{value:+.{MEASURES.parse(metric).measure.decimals}f}"
 
 
 def effect_text(stat: Stat) -> str:
@@ -64,6 +64,36 @@ def correction_text(correction: str, tests: int) -> str:
 
 EFFECT_LEGEND = ("d_z: mean delta / SD of the per-query deltas (Cohen's d_z); W/T/L: queries where the "
                  "candidate scores higher / the same / lower (wins, ties, losses; for chars@k higher is more to read).")
+
+
+def cost_text(stat: Stat) -> str:
+    """A cost's change in words: ``chars@10 7774.2 -> 15548.4 (2.00x)``."""
+    m = stat.metric
+    ratio = "" if not stat.baseline or stat.candidate is None else f" ({stat.candidate / stat.baseline:.2f}x)"
+    return f"{m} {number_text(stat.baseline, m)} -> {number_text(stat.candidate, m)}{ratio}"
+
+
+def verdict_reason(gate: list[str], stats: dict[str, Stat], p_adjusted: dict[str, float | None], alpha: float,
+                   traded: dict[str, str], costs: dict[str, Stat]) -> str:
+    """Why the verdict is what it is, in a clause: which gated metrics rose or fell, and which of them only traded
+    quality for context (compare.py's VERDICTS)."""
+    parts = []
+    for m in gate:
+        s, p = stats.get(m), p_adjusted.get(m)
+        if s is None or p is None or p >= alpha or not s.delta:
+            continue
+        if m in traded:
+            more = "more" if s.delta > 0 else "less"
+            parts.append(f"{m} {'rose' if s.delta > 0 else 'fell'} only with {more} context read "
+                         f"({cost_text(costs[m])})")
+        else:
+            parts.append(f"{m} {'rose' if s.delta > 0 else 'fell'}")
+    return "; ".join(parts) if parts else "no gated metric moved significantly"
+
+
+def moved_costs(gate: list[str], costs: dict[str, Stat]) -> list[tuple[str, Stat]]:
+    """The gated metrics whose context (chars@k) moved, each with its cost's stat: shown beside the quality."""
+    return [(m, costs[m]) for m in gate if m in costs and costs[m].delta]
 
 
 def detectable_lines(rows: list[Detectable], alpha: float) -> list[str]:
@@ -148,10 +178,14 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
         return f"{m} {signed_text(s.delta, m)}, p = {s.p_value:.4f}{corrected}"
 
     details = "; ".join(detail(m, s) for m, s in gated.items())
-    lines.append(f"**Verdict: {result.verdict}** at alpha = {result.alpha} on {', '.join(result.gate)}, "
+    reason = verdict_reason(result.gate, gated, result.p_adjusted, result.alpha, result.traded, result.costs)
+    lines.append(f"**Verdict: {result.verdict}**: {reason}. At alpha = {result.alpha} on {', '.join(result.gate)}, "
                  f"{correction_text(result.correction, tests)} ({details}).")
+    for m, cost in moved_costs(result.gate, result.costs):
+        lines.append(f"Context read for {m}: {cost_text(cost)}, delta {signed_text(cost.delta, cost.metric)}.")
     if result.regressions:
         lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {', '.join(result.regressions)}.")
+    lines += [f"Note: {note}." for note in result.gate_notes]
     return "\n".join(lines) + "\n"
 
 
@@ -179,8 +213,10 @@ def to_json(result: Comparison) -> dict[str, Any]:
         "better": result.better,
         "gate": {"metrics": result.gate, "alpha": result.alpha, "max_drop": result.max_drop,
                  "untested": result.untested, "correction": result.correction, "tests": tests,
-                 "p_adjusted": result.p_adjusted},
+                 "p_adjusted": result.p_adjusted, "notes": result.gate_notes},
         "detectable": [d.as_dict() for d in result.detectable],
         "verdict": result.verdict,
         "regressions": result.regressions,
+        "context": {m: {"metric": cost.metric, **{k: v for k, v in cost.as_dict().items() if k != "metric"},
+                        "traded": m in result.traded} for m, cost in result.costs.items()},
     }

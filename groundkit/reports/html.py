@@ -61,13 +61,13 @@ def is_report(path: Path) -> bool:
 def _number(value: float | None, metric: str, signed: bool = False) -> str:
     if value is None:
         return "n/a"
-    decimals = MEASURES.parse(metric)[0].decimals
+    decimals = MEASURES.parse(metric).measure.decimals
     return f"{value:+.{decimals}f}" if signed else f"{value:.{decimals}f}"
 
 
 def _higher_is_better(metric: str) -> bool:
     """Every measure but the context a ranking costs (chars@k), where more is neither better nor worse."""
-    return MEASURES.parse(metric)[0].directed
+    return MEASURES.parse(metric).measure.directed
 
 
 def _metrics_table(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alpha: float) -> str:
@@ -207,7 +207,7 @@ def render(run: Input, base: Input | None = None, comparison: Comparison | None 
 """
 
 
-def report(run_spec: str, baseline_spec: str | None, *, cwd: Path, metrics_dir: str = "metrics", gate: list[str],
+def report(run_spec: str, baseline_spec: str | None, *, cwd: Path, metrics_dir: str = "metrics", gate: list[str] | None,
            alpha: float = 0.05, allow_corpus_change: bool = False, top_k: int = TOP_K) -> str:
     """The page for ``run_spec`` (and ``baseline_spec``), each as ``compare`` reads a side."""
     if top_k < 1:

@@ -22,7 +22,7 @@ from groundkit.reports.evidence import Evidence, locate, mismatch
 from groundkit.reports.sides import NO_ANSWER, Side, read_side
 from groundkit.reports.stats import mean_intervals
 from groundkit.retrieval.kinds import parse
-from groundkit.scoring.measures import BUDGET_RECALL, CHARS, MEASURES, MRR, NDCG, RECALL
+from groundkit.scoring.measures import MEASURES, Cutoff
 from groundkit.scoring.score import hit_rate_ks
 
 TOP_K = 10
@@ -82,8 +82,9 @@ def checked(side: Side, evidence: Evidence | str | None) -> tuple[Evidence | Non
         return None, f"Passages of {side.label} are not shown: {evidence}."
     ids = list(side.position)
     rows = [side.position[q] for q in ids]
-    context = {cutoff: [float(side.values[r, side.metric_names.index(m)]) for r in rows]
-               for m in side.metric_names for measure, cutoff in [MEASURES.parse(m)] if measure is CHARS and cutoff}
+    context = {metric.cut.value: [float(side.values[r, side.metric_names.index(m)]) for r in rows]
+               for m in side.metric_names for metric in [MEASURES.parse(m)]
+               if metric.measure.name == "chars" and metric.cut is not None}
     why = mismatch(evidence, ids, [side.first_gold_rank[r] for r in rows], context)
     if why is not None:
         return None, f"Passages of {side.label} are not shown: the artifacts in {evidence.source} do not match " \
@@ -106,8 +107,10 @@ def workspace_input(per_query: Path, evidence: Evidence, budget_csv: Path, label
     return Input(side, found, note, _budget_rows(text))
 
 
-def _deepest(side: Side, measure: Any) -> str | None:
-    names = [(MEASURES.parse(m)[1] or 0, m) for m in side.metric_names if MEASURES.parse(m)[0] is measure]
+def _deepest(side: Side, measure: str) -> str | None:
+    """The metric of ``measure`` at the deepest rank cut-off ``side`` reports."""
+    names = [(metric.cut.value, m) for m in side.metric_names for metric in [MEASURES.parse(m)]
+             if metric.measure.name == measure and metric.cut is not None and metric.cut.kind is Cutoff.RANK]
     return max(names)[1] if names else None
 
 
@@ -126,13 +129,10 @@ def answerable_rows(side: Side) -> np.ndarray:
 
 
 def headline_names(side: Side) -> list[str]:
-    """The figures metrics.json leads with, as far as this side reports them."""
-    k = _deepest(side, NDCG)
-    wanted = [k, _deepest(side, RECALL), MRR.label()]
-    budgets = sorted((MEASURES.parse(m)[1] or 0, m) for m in side.metric_names
-                     if MEASURES.parse(m)[0] is BUDGET_RECALL)
-    if budgets:
-        wanted.append(budgets[(len(budgets) - 1) // 2][1])
+    """The figures metrics.json leads with (``score.headline``, as run.json records it), as far as this side
+    reports them; for a run.json without it, nDCG and hit rate at the deepest k and MRR."""
+    recorded = side.metadata.get("params", {}).get("score", {}).get("headline")
+    wanted = recorded if isinstance(recorded, list) else [_deepest(side, "ndcg"), _deepest(side, "recall"), "mrr"]
     return [m for m in wanted if m is not None and m in side.metric_names]
 
 
@@ -257,8 +257,8 @@ def _movement(before: float | None, after: float) -> str:
 def page_data(run: Input, base: Input | None, comparison: Comparison | None, *, top_k: int = TOP_K) -> dict[str, Any]:
     """Everything the page shows, as plain data (what the script reads, and what tests check)."""
     side = run.side
-    k = _deepest(side, NDCG)
-    hit = _deepest(side, RECALL)
+    k = _deepest(side, "ndcg")
+    hit = _deepest(side, "recall")
     passages: dict[str, list[Any]] = {}
     texts = _Texts([e for e in (run.evidence, base.evidence if base is not None else None) if e is not None])
     queries = []

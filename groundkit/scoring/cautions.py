@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from groundkit.scoring.measures import RECALL
+from groundkit.scoring.measures import MEASURES, Cut, Cutoff
+
+RECALL = MEASURES["recall"]
 
 PREFIX = "warning: "
 
@@ -27,9 +29,10 @@ def unanswered(detail: Mapping[str, Any]) -> str | None:
 
 def few_chunks(chunks: int, *, depth: int, largest_k: int) -> str | None:
     """A corpus cut into so few chunks that a ranking holds most or all of it."""
-    if chunks <= largest_k:
+    if largest_k and chunks <= largest_k:
+        hit_rate = RECALL.label(Cut(Cutoff.RANK, largest_k))
         return (f"the corpus has {chunks} chunk{'s' if chunks != 1 else ''}, no more than the largest cut-off "
-                f"(k = {largest_k}): {RECALL.label(largest_k)} is 1.0 for any query that retrieves them all, whatever "
+                f"(k = {largest_k}): {hit_rate} is 1.0 for any query that retrieves them all, whatever "
                 "the ranking; add documents, or use smaller chunks")
     if chunks < depth:
         return (f"the corpus has {chunks} chunks, fewer than retrieve.depth ({depth}): a ranking can hold the whole "

@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-
 from groundkit._models import Record
 from groundkit.corpus.judgments import Category
 from groundkit.errors import ArtifactError, InputError, MeasureError
@@ -76,14 +74,13 @@ def _mean(values: list[float]) -> float:
 class StageResult(Record):
     """All query results of one run, and the aggregates metrics.json reports."""
 
-    ks: list[int]
-    budgets: list[int] = Field(default_factory=list)
+    measures: list[str]
     queries: list[QueryResult]
 
     @property
     def metric_names(self) -> list[str]:
-        """The registry's metric names at this run's cut-offs, in report order (see ``Registry.names``)."""
-        return MEASURES.names(self.ks, self.budgets)
+        """The metrics computed, in report order (``score.measures``)."""
+        return self.measures
 
     @property
     def no_answer_abstained_count(self) -> int:

@@ -7,8 +7,10 @@ from collections.abc import Mapping, Sequence
 
 from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Excerpt, Passage, PassageLocator, content_id
-from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan, graded_passages
-from groundkit.scoring.measures import MEASURES, QueryRun, budget_needed, first_gold_rank
+from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
+from groundkit.scoring.measures import ANY_OVERLAP, MEASURES, Cutoff, Metric, QueryRun, Relevance, score
+from groundkit.scoring.measures.mrr import first_gold_rank
+from groundkit.scoring.measures.recall import budget_needed
 from groundkit.scoring.schema import QueryResult, StageResult
 
 BUDGET_CURVE = tuple(range(100, 4001, 100))
@@ -19,15 +21,16 @@ def score_run(
     resolved: Sequence[ResolvedJudgment],
     rankings: Mapping[str, Sequence[str]],
     passages: Mapping[str, Excerpt],
-    ks: Sequence[int],
-    budgets: Sequence[int] = (),
+    metrics: Sequence[Metric | str],
     *,
     universe: Sequence[Excerpt] | None,
+    relevance: Relevance = ANY_OVERLAP,
 ) -> tuple[StageResult, dict[str, dict[str, int]]]:
     """Score a run: every judgment's ranked passage ids, best first; ``passages`` maps each id to its passage.
 
-    A passage is relevant when it overlaps a gold span of its query, with the
-    highest grade of the spans it overlaps. Which relevant passages there are
+    ``metrics`` are the metrics to compute, in order (names, as ``score.measures`` lists them, or parsed).
+    A passage is relevant when ``relevance`` holds between it and a gold span of its query (by default any
+    overlap), with the highest grade of the spans it is relevant to. Which relevant passages there are
     (the qrels, from which nDCG takes its ideal ranking) depends on what the
     retriever chose from:
 
@@ -52,8 +55,11 @@ def score_run(
 
     Returns the result and the graded qrels (answerable queries only).
     """
+    metrics = [MEASURES.parse(m) if isinstance(m, str) else m for m in metrics]
     locator = PassageLocator(universe) if universe is not None else None
-    reach = _Reach(max(ks, default=0), max(budgets, default=0))
+    cuts = [m.cut for m in metrics if m.cut is not None]
+    reach = _Reach(max((c.value for c in cuts if c.kind is Cutoff.RANK), default=0),
+                   max((c.value for c in cuts if c.kind is Cutoff.BUDGET), default=0))
     results = []
     qrels: dict[str, dict[str, int]] = {}
     for judgment in resolved:
@@ -62,13 +68,23 @@ def score_run(
             results.append(_no_answer_result(judgment, len(ranking)))
             continue
         if locator is not None:
-            gold = graded_passages(judgment.spans, locator)
+            gold = _graded(judgment.spans, locator, relevance)
         else:
-            gold = _unknown_universe_qrels(judgment, [passages[passage_id] for passage_id in ranking])
+            gold = _unknown_universe_qrels(judgment, [passages[passage_id] for passage_id in ranking], relevance)
         qrels[judgment.query_id] = gold
         head = reach.head(ranking, passages)
-        results.append(_query_result(judgment, ranking, gold, head, ks, budgets))
-    return StageResult(ks=list(ks), budgets=list(budgets), queries=results), qrels
+        results.append(_query_result(judgment, ranking, gold, head, metrics, relevance))
+    return StageResult(measures=[m.name for m in metrics], queries=results), qrels
+
+
+def _graded(spans: Sequence[ResolvedSpan], locator: PassageLocator, relevance: Relevance) -> dict[str, int]:
+    """The relevant passages among the locator's and their grades: the highest grade of a span each is relevant to."""
+    grades: dict[str, int] = {}
+    for span in spans:
+        for passage in locator.overlapping(span):
+            if span.grade > grades.get(passage.passage_id, 0) and relevance.holds(passage, span):
+                grades[passage.passage_id] = span.grade
+    return grades
 
 
 class _Reach:
@@ -93,9 +109,10 @@ class _Reach:
         return out
 
 
-def _unknown_universe_qrels(judgment: ResolvedJudgment, retrieved: Sequence[Excerpt]) -> dict[str, int]:
+def _unknown_universe_qrels(judgment: ResolvedJudgment, retrieved: Sequence[Excerpt],
+                            relevance: Relevance) -> dict[str, int]:
     """The graded qrels of a query whose relevant passages are known only where retrieved."""
-    gold = graded_passages(judgment.spans, PassageLocator(retrieved))
+    gold = _graded(judgment.spans, PassageLocator(retrieved), relevance)
     spans: dict[tuple[str, int, int], ResolvedSpan] = {}
     for span in judgment.spans:
         # The same text quoted twice is one span; it keeps its highest grade.
@@ -104,8 +121,8 @@ def _unknown_universe_qrels(judgment: ResolvedJudgment, retrieved: Sequence[Exce
             spans[key] = span
     # Offset order: the same placeholders in every run.
     ordered = sorted(spans.values(), key=lambda s: (s.document, s.start, s.end))
-    missed = [s for s in ordered if not any(p.overlaps(s) for p in retrieved)]
-    covered = [s for s in ordered if any(p.overlaps(s) for p in retrieved)]
+    missed = [s for s in ordered if not any(relevance.holds(p, s) for p in retrieved)]
+    covered = [s for s in ordered if any(relevance.holds(p, s) for p in retrieved)]
     # Every span no retrieved passage overlaps stands in the ideal ranking, with its grade, however many passages
     # the covered spans brought; covered spans stand in only as far as the ideal needs one id per span.
     extra = max(len(spans) - len(gold) - len(missed), 0)
@@ -122,15 +139,15 @@ def _query_result(
     ranking: Sequence[str],
     gold: dict[str, int],
     passages: Sequence[Passage],
-    ks: Sequence[int],
-    budgets: Sequence[int],
+    metrics: Sequence[Metric],
+    relevance: Relevance,
 ) -> QueryResult:
     """Every metric of one answerable query: ``passages`` are those of (at least) the head of ``ranking``."""
-    run = QueryRun(ranking=ranking, gold=gold.keys(), passages=passages, spans=judgment.spans, grades=gold)
-    metrics = MEASURES.score(run, ks, budgets)
+    run = QueryRun(ranking=ranking, gold=gold.keys(), passages=passages, spans=judgment.spans, grades=gold,
+                   relevance=relevance)
     return QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
                        retrieved=len(ranking), gold_chunks=len(gold),
-                       first_gold_rank=first_gold_rank(ranking, gold), metrics=metrics)
+                       first_gold_rank=first_gold_rank(ranking, gold), metrics=score(metrics, run))
 
 
 CURVE_EVERY_K = 100
@@ -172,13 +189,14 @@ def budget_curve(
     rankings: Mapping[str, Sequence[str]],
     passages: Mapping[str, Passage],
     budgets: Sequence[int] = BUDGET_CURVE,
+    relevance: Relevance = ANY_OVERLAP,
 ) -> list[dict[str, object]]:
     """Answerable hit rate at each context budget: one row per budget, for the budget plot."""
     answerable = [j for j in resolved if j.category is not Category.NO_ANSWER]
     if not answerable:
         return []
     reach = _Reach(0, max(budgets, default=0))
-    needed = sorted(n for n in (budget_needed(reach.head(rankings.get(j.query_id, ()), passages), j.spans)
+    needed = sorted(n for n in (budget_needed(reach.head(rankings.get(j.query_id, ()), passages), j.spans, relevance)
                                 for j in answerable) if n is not None)
     return [{"budget_chars": b, "recall": bisect_right(needed, b) / len(answerable)} for b in budgets]
 

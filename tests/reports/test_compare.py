@@ -86,7 +86,7 @@ def test_a_column_no_measure_names_is_refused(tmp_path, capsys):
     assert main(["compare", str(baseline), str(candidate)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "baseline/per_query.csv:1: has the column 'hits@3'" in err
-    assert "the metrics are recall@k, mrr, ndcg@k, chars@k, recall@Nchars" in err and "\n  fix: " in err
+    assert "the measures are chars@k, coverage@k|coverage@Nchars" in err and "\n  fix: " in err
 
 
 def _json(capsys, *args: str) -> dict:
@@ -146,9 +146,9 @@ def test_the_verdict_uses_corrected_p_values(tmp_path, capsys, throwaway_measure
         assert report["verdict"] == "no significant change", correction
     assert main(["compare", *both]) == 0
     out = capsys.readouterr().out
-    assert "**Verdict: no significant change** at alpha = 0.05 on hits@3, ndcg@10, Holm-corrected over 2 tests " \
-           "(ndcg@10 +0.0342, p = 0.7500, corrected p = 0.7500; hits@3 +1.0000, p = 0.0312, corrected p = 0.0625)." \
-           in out
+    assert "**Verdict: no significant change**: no gated metric moved significantly. At alpha = 0.05 on hits@3, " \
+           "ndcg@10, Holm-corrected over 2 tests (ndcg@10 +0.0342, p = 0.7500, corrected p = 0.7500; hits@3 +1.0000, " \
+           "p = 0.0312, corrected p = 0.0625)." in out
     # The gate follows: a drop on every query fails CI uncorrected, not once corrected.
     reversed_sides = [str(candidate), str(baseline), "--metric", "hits@3,ndcg@10", "--fail-on-regression"]
     assert main(["compare", *reversed_sides, "--correction", "none"]) == 4
@@ -178,7 +178,7 @@ def test_several_candidates_in_one_table(tmp_path, capsys):
                 unmoved["mrr"]["p_adjusted"]]
     assert adjusted == pytest.approx(list(expected))
     assert report["gate"] == {"metrics": ["ndcg@10", "mrr"], "alpha": 0.05, "max_drop": 0.0, "correction": "holm",
-                              "tests": 4}
+                              "tests": 4, "notes": []}
     assert [c["verdict"] for c in report["candidates"]] == ["no significant change"] * 2
     gated_pair = _json(capsys, str(baseline), str(candidate), "--metric", "ndcg@10,mrr")
     key = lambda d: (d["metric"], d["category"])  # noqa: E731
@@ -192,10 +192,12 @@ def test_several_candidates_in_one_table(tmp_path, capsys):
     from groundkit.reports.sides import read_side
 
     sides = [read_side(str(p), cwd=tmp_path) for p in (baseline, candidate, same)]
-    shown = render_markdown_many(compare_many(sides[0], sides[1:], gate=["ndcg@10"],
+    # The default gate, less coverage@1000chars, which these hand-written results do not report (and say so).
+    shown = render_markdown_many(compare_many(sides[0], sides[1:], gate=None,
                                               left_out=[("pending", "queued, not run yet")]))
     assert shown == out.replace("\n**Verdict", "\nLeft out of `--experiments`: pending: queued, not run yet.\n\n"
                                 "**Verdict")
+    assert "Note: coverage@1000chars is left out of the default gate: " in out
     assert f"| {same} | (none) | ndcg@10 | 0.5812 | 0.5812 | +0.0000 | [+0.0000, +0.0000] | 1.0000 | 1.0000 | n/a " \
            "| 0/6/0 |" in out
 
@@ -337,7 +339,11 @@ def test_compare_revision_against_experiment(experiments):
     assert overall["ndcg@10"]["baseline"] == pytest.approx(committed["ndcg@10"], abs=1e-6)
     assert overall["ndcg@10"]["queries"] == 144
     assert overall["ndcg@10"]["delta"] < 0 and overall["ndcg@10"]["p_value"] < 0.05
-    assert report["verdict"] == "worse"
+    # 200-character chunks read a quarter of the context at 10, and hold as much gold within 1,000 characters:
+    # nDCG@10 fell only with the context, a trade and not a loss.
+    assert overall["chars@10"]["delta"] < 0 and overall["chars@10"]["p_value"] < 0.05
+    assert overall["coverage@1000chars"]["p_value"] > 0.05
+    assert report["verdict"] == "mixed" and report["context"]["ndcg@10"]["traded"]
     assert set(report["by_category"]) == {"boundary", "factoid", "lexical_gap", "multi_passage"}
     assert report["worse"] and all(
         (w["rank_after"] or 10**9) > (w["rank_before"] or 10**9) for w in report["worse"])
@@ -350,12 +356,15 @@ def test_fail_on_regression_gates_ci(experiments):
     gated = groundkit("compare", "HEAD", "small-chunks", "--fail-on-regression", "--metric", "ndcg@10,recall@5",
                       cwd=experiments)
     assert gated.returncode == 4
-    assert "**Verdict: worse**" in gated.stdout and "regression: recall@5, ndcg@10" in gated.stderr
+    # Both fell only with less context read (mixed), and the gate fails on every significant drop all the same.
+    assert "**Verdict: mixed**" in gated.stdout and "regression: recall@5, ndcg@10" in gated.stderr
     tolerated = groundkit("compare", "HEAD", "small-chunks", "--fail-on-regression", "--max-drop", "0.5",
                           cwd=experiments)
     assert tolerated.returncode == 0
     improved = groundkit("compare", "small-chunks", "HEAD", "--fail-on-regression", cwd=experiments)
-    assert improved.returncode == 0 and "**Verdict: better**" in improved.stdout
+    # The other way round nDCG@10 rises only with four times the context read: at best mixed, and no regression.
+    assert improved.returncode == 0 and "**Verdict: mixed**: ndcg@10 rose only with more context read" in \
+        improved.stdout
 
 
 def test_compare_refuses_different_judgments(experiments, tmp_path):
@@ -381,24 +390,34 @@ def test_compare_every_experiment_of_the_commit(experiments):
     assert [c["candidate"] for c in report["candidates"]] == ["small-chunks", "large-chunks"]
     assert [c["params_changed"] for c in report["candidates"]] == [{"chunk.size": [800, 200]},
                                                                     {"chunk.size": [800, 1200]}]
-    rows = [c["overall"][0] for c in report["candidates"]]
-    for name, row in zip(("small-chunks", "large-chunks"), rows, strict=True):
+    rows = [s for c in report["candidates"] for s in c["overall"]]
+    assert [s["metric"] for s in rows] == ["ndcg@10", "coverage@1000chars"] * 2  # the default gate
+    for name, stats in zip(("small-chunks", "large-chunks"), (rows[:2], rows[2:]), strict=True):
         alone = json.loads(groundkit("compare", "HEAD", name, "--json", cwd=experiments).stdout)
-        assert {k: v for k, v in row.items() if k != "p_adjusted"} == \
-            {s["metric"]: s for s in alone["overall"]}["ndcg@10"]
-    # Holm over two tests, by hand: the smaller p doubled, the larger one at least that.
-    low, high = sorted(r["p_value"] for r in rows)
-    assert sorted(r["p_adjusted"] for r in rows) == pytest.approx([2 * low, max(2 * low, high)])
-    assert [c["verdict"] for c in report["candidates"]] == ["worse", "better"]
-    # The engine-only experiment is no candidate (two tests in the correction, not three), and the report says so.
-    assert report["verdict"] == "worse" and report["left_out"] == [
+        for row in stats:
+            assert {k: v for k, v in row.items() if k != "p_adjusted"} == \
+                {s["metric"]: s for s in alone["overall"]}[row["metric"]]
+    # Holm over four tests (two candidates x two metrics), by hand: the i-th smallest p times (5 - i), and never
+    # below the one before.
+    order = sorted(range(4), key=lambda i: rows[i]["p_value"])
+    expected, running = [0.0] * 4, 0.0
+    for position, i in enumerate(order):
+        running = max(running, min(1.0, (4 - position) * rows[i]["p_value"]))
+        expected[i] = running
+    assert [r["p_adjusted"] for r in rows] == pytest.approx(expected)
+    # Smaller chunks lose nDCG@10 only with the context they no longer read, larger ones gain it only with more:
+    # neither is better or worse where it counts, at 1,000 characters.
+    assert [c["verdict"] for c in report["candidates"]] == ["mixed", "mixed"]
+    assert all(c["context"]["ndcg@10"]["traded"] for c in report["candidates"])
+    # The engine-only experiment is no candidate (four tests in the correction, not six), and the report says so.
+    assert report["verdict"] == "mixed (all 2)" and report["left_out"] == [
         {"experiment": "on-ray", "reason": "its results are the baseline's, byte for byte (per_query.csv and "
                                            "metrics.json): it changes no number (execution.engine, say)"}]
 
     shown = groundkit("compare", "HEAD", "--experiments", "--fail-on-regression", cwd=experiments)
     assert shown.returncode == 4 and "regression: ndcg@10 (small-chunks) dropped significantly" in shown.stderr
     assert shown.stdout.startswith("## groundkit compare: `HEAD` against 2 candidates\n")
-    assert "their p-values are Holm-corrected over 2 tests (2 candidates x 1 metric)" in shown.stdout
+    assert "their p-values are Holm-corrected over 4 tests (2 candidates x 2 metrics)" in shown.stdout
     assert "| ndcg@10 | all | 144 | " in shown.stdout
     assert "With 144 answerable queries these judgments can detect a change of about " in shown.stdout
     assert "Left out of `--experiments`: on-ray: its results are the baseline's, byte for byte" in shown.stdout

@@ -109,7 +109,7 @@ def test_hit_rate_curve_by_hand(tiny, monkeypatch):
     curve = dict(hit_curve(side))
     # Three answerable queries: q1 and q2 at rank 1, q3 never: 2/3 at every k.
     assert curve[1.0] == pytest.approx(2 / 3) and curve[100.0] == pytest.approx(2 / 3)
-    assert headline_names(side) == ["ndcg@10", "recall@10", "mrr", "recall@1000chars"]
+    assert headline_names(side) == ["ndcg@10", "recall@10", "mrr", "coverage@1000chars"]
 
 
 def test_the_cli_writes_one_self_contained_deterministic_page(tiny, monkeypatch, capsys):

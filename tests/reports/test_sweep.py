@@ -99,8 +99,8 @@ def test_a_metric_no_measure_names_is_refused_before_dvc_runs(tmp_path, capsys, 
     monkeypatch.chdir(tmp_path)  # no repository here: the name is checked before `dvc exp show` would fail
     assert main(["sweep-plot", "--metric", "ndcg@10,ndgc@10", "--out", "sweep.csv"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: --metric: 'ndgc@10' is not a metric groundkit reports; the metrics are "
-                          "recall@k, mrr, ndcg@k, chars@k, recall@Nchars") and "\n  fix: " in err
+    assert err.startswith("error: --metric: 'ndgc@10' is not a metric groundkit reports; the measures are "
+                          "chars@k, coverage@k|coverage@Nchars") and "\n  fix: " in err
     assert not (tmp_path / "sweep.csv").exists()
 
 

@@ -27,11 +27,11 @@ from groundkit.retrieval.external import read_external_run
 from groundkit.scoring.schema import RunMetadata
 from groundkit.scoring.score import score_run
 from tests.bad_inputs import RUN_FILE_CASES
-from tests.conftest import REPO, write_judgments, write_tiny_corpus
+from tests.conftest import REPO, rank_metrics, write_judgments, write_tiny_corpus
 from tests.dvc_helpers import clone_working_tree, env, repro, run
 
 QUERIES = ["q1", "q2", "q3", "q4"]
-LENIENT = ("--set", "audit.max_trivial_share=1.0", "--set", "score.ks=[1, 3]")
+LENIENT = ("--set", "audit.max_trivial_share=1.0")
 
 
 def _offsets(corpus: Path, document: str, passage: str) -> dict:
@@ -78,7 +78,8 @@ def test_external_run_scored_by_hand(tiny_corpus, tmp_path, by):
     corpus, documents, resolved = _load(tiny_corpus)
     run = read_external_run(_write_run(tmp_path / "run.jsonl", corpus, by=by), documents, QUERIES)
     rankings = {q: [p.passage_id for p in ranked] for q, ranked in run.items()}
-    result, qrels = score_run(resolved, rankings, {p.passage_id: p for r in run.values() for p in r}, [1, 3],
+    result, qrels = score_run(resolved, rankings, {p.passage_id: p for r in run.values() for p in r},
+                              rank_metrics([1, 3]),
                               universe=None)
     # The cost-side metrics (chars@k) are checked against groundkit's own chunks in the next test.
     per = {q.query_id: q.model_copy(update={"metrics": {k: v for k, v in q.metrics.items()
@@ -109,8 +110,8 @@ def test_chunks_given_as_an_external_run_score_like_groundkit(tiny_corpus):
     budgets = [30, 60, 120]
     ranked = {q: [c.chunk_id for c in ranking] for q in QUERIES[:3]}
     by_id = {c.chunk_id: c for c in chunks}
-    native, _ = score_run(resolved, ranked, by_id, [1, 3], budgets, universe=chunks)
-    external, _ = score_run(resolved, ranked, by_id, [1, 3], budgets, universe=None)
+    native, _ = score_run(resolved, ranked, by_id, rank_metrics([1, 3], budgets), universe=chunks)
+    external, _ = score_run(resolved, ranked, by_id, rank_metrics([1, 3], budgets), universe=None)
     assert max(q.first_gold_rank or 0 for q in native.queries) > 1  # not trivially all at rank 1
     for a, b in zip(native.queries[:3], external.queries[:3], strict=True):
         same = ("recall@1", "recall@3", "mrr", "chars@1", "chars@3", "recall@30chars", "recall@60chars",
@@ -292,7 +293,7 @@ def test_exported_trec_files_of_an_external_run_agree_with_ir_measures(tiny_corp
     run_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "out"
     assert main(["score-run", str(run_file), "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(out),
-                 "--set", "audit.max_trivial_share=1.0", "--set", "score.ks=[1, 3, 10]"]) == 0
+                 "--set", "audit.max_trivial_share=1.0"]) == 0
 
     qrels = list(ir_measures.read_trec_qrels(str(out / "qrels.trec")))
     run_docs = list(ir_measures.read_trec_run(str(out / "run.trec")))

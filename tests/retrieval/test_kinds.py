@@ -217,7 +217,7 @@ def test_python_retriever_through_the_command_line(tiny_corpus, tmp_path):
     out = tmp_path / "out"
     result = subprocess.run(
         ["groundkit", "run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(out),
-         "--set", "audit.max_trivial_share=1.0", "--set", "score.ks=[1, 3]", "--set", "chunk.size=60",
+         "--set", "audit.max_trivial_share=1.0", "--set", "chunk.size=60",
          "--set", "retrieve.retriever=python:tests.tiny_retriever:make", "--set", "retrieve.options={word: snapshot}"],
         capture_output=True, text=True, env=env(), cwd=REPO, check=False)
     assert result.returncode == 0, result.stderr

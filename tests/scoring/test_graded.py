@@ -18,8 +18,9 @@ from groundkit.corpus.passage import Chunk, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
 from groundkit.errors import JudgmentsError
 from groundkit.retrieval.trec import qrels_lines, write_run
-from groundkit.scoring.measures import ndcg_at_k
+from groundkit.scoring.measures.ndcg import ndcg_at_k
 from groundkit.scoring.score import score_run
+from tests.conftest import rank_metrics
 
 TEXT = "alpha beta gamma delta epsilon"
 CHUNKS = [Chunk(document="a.md", start_offset=s, end_offset=e, text=TEXT[s:e])
@@ -40,7 +41,7 @@ def judgment(*spans: ResolvedSpan, qid: str = "q1") -> ResolvedJudgment:
 def test_grade_is_the_gain_worked_by_hand():
     # "beta" (grade 2) lies in A, "epsilon" (grade 3) in C; B is not relevant.
     graded = judgment(span(6, 10, 2), span(23, 30, 3))
-    result, qrels = score_run([graded], {"q1": [A, B, C]}, BY_ID, [1, 3], universe=CHUNKS)
+    result, qrels = score_run([graded], {"q1": [A, B, C]}, BY_ID, rank_metrics([1, 3]), universe=CHUNKS)
     assert qrels == {"q1": {A: 2, C: 3}}
     metrics = result.queries[0].metrics
     # DCG@3 = 2/log2(2) + 0 + 3/log2(4) = 3.5; the ideal puts C (3) first, then A (2): 3 + 2/log2(3).
@@ -53,13 +54,14 @@ def test_grade_is_the_gain_worked_by_hand():
 
 def test_a_passage_takes_the_highest_grade_of_the_spans_it_overlaps():
     # Chunk A ("alpha beta") overlaps "alpha" (grade 1) and "beta" (grade 3).
-    _, qrels = score_run([judgment(span(0, 5, 1), span(6, 10, 3))], {"q1": [A]}, BY_ID, [1], universe=CHUNKS)
+    _, qrels = score_run([judgment(span(0, 5, 1), span(6, 10, 3))], {"q1": [A]}, BY_ID, rank_metrics([1]),
+                         universe=CHUNKS)
     assert qrels == {"q1": {A: 3}}
 
 
 def test_binary_judgments_score_exactly_as_before_grades():
     # The pre-grade formula: binary gain, IDCG over min(|gold|, k) ranks.
-    result, _ = score_run([judgment(span(6, 16))], {"q1": [C, B, A]}, BY_ID, [3], universe=CHUNKS)
+    result, _ = score_run([judgment(span(6, 16))], {"q1": [C, B, A]}, BY_ID, rank_metrics([3]), universe=CHUNKS)
     dcg = 1.0 / math.log2(3) + 1.0 / math.log2(4)
     assert result.queries[0].metrics["ndcg@3"] == dcg / (1.0 + 1.0 / math.log2(3))
     assert ndcg_at_k([C, B, A], {A, B}, 3) == ndcg_at_k([C, B, A], {A: 1, B: 1}, 3)
@@ -68,7 +70,7 @@ def test_binary_judgments_score_exactly_as_before_grades():
 def test_an_external_runs_placeholders_carry_their_spans_grade():
     graded = judgment(span(6, 10, 2), span(23, 30, 3))
     # Only A was retrieved; "epsilon" was not, so a placeholder of grade 3 stands for it in the ideal ranking.
-    result, qrels = score_run([graded], {"q1": [A]}, BY_ID, [3], universe=None)
+    result, qrels = score_run([graded], {"q1": [A]}, BY_ID, rank_metrics([3]), universe=None)
     assert sorted(qrels["q1"].values()) == [2, 3] and qrels["q1"][A] == 2
     assert result.queries[0].metrics["ndcg@3"] == pytest.approx(2 / (3 + 2 / LOG3), abs=1e-12)
 
@@ -100,7 +102,8 @@ def _random_collection(seed: int) -> tuple[list[ResolvedJudgment], dict[str, lis
 def test_graded_ndcg_equals_ir_measures_on_the_same_graded_qrels(known_universe, tmp_path: Path):
     judgments, rankings, chunks = _random_collection(seed=13)
     by_id = {c.passage_id: c for c in chunks}
-    result, qrels = score_run(judgments, rankings, by_id, [1, 5, 10], universe=chunks if known_universe else None)
+    result, qrels = score_run(judgments, rankings, by_id, rank_metrics([1, 5, 10]),
+                              universe=chunks if known_universe else None)
     assert len({g for grades in qrels.values() for g in grades.values()}) >= 3  # the fixture is graded
     # The files groundkit exports, read by ir_measures.
     (tmp_path / "qrels.trec").write_text("".join(line + "\n" for line in qrels_lines(qrels)))
@@ -164,7 +167,8 @@ def test_groundkit_run_exports_graded_qrels_and_honours_excluded_documents(tmp_p
     out = tmp_path / "out"
     assert main(["run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(out),
                  "--set", "chunk.strategy=document",
-                 "--set", "score.ks=[1, 3, 10]"]) == 0
+                 "--set", "score.measures=[recall@1, recall@3, recall@10, mrr, ndcg@1, ndcg@3, ndcg@10]",
+                 "--set", "score.headline=[ndcg@10]"]) == 0
 
     chunks = {json.loads(line)["chunk_id"]: json.loads(line)["document"]
               for line in (out / "chunks.jsonl").read_text().splitlines()}

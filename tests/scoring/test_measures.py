@@ -2,6 +2,7 @@
 
 import math
 import random
+import re
 
 import ir_measures
 import pytest
@@ -9,23 +10,11 @@ from ir_measures import RR, Qrel, ScoredDoc, Success, nDCG
 
 from groundkit.corpus.passage import Passage
 from groundkit.errors import MeasureError
-from groundkit.scoring.measures import (
-    BUDGET_RECALL,
-    CHARS,
-    MEASURES,
-    MRR,
-    NDCG,
-    RECALL,
-    Aspect,
-    Cutoff,
-    Measure,
-    QueryRun,
-    Registry,
-    first_gold_rank,
-    mrr,
-    ndcg_at_k,
-    recall_at_k,
-)
+from groundkit.scoring.measures import MEASURES, Cut, Cutoff, Measure, QueryRun, Registry, score
+from groundkit.scoring.measures.chars import context_chars_at_k
+from groundkit.scoring.measures.mrr import first_gold_rank, mrr
+from groundkit.scoring.measures.ndcg import ndcg_at_k
+from groundkit.scoring.measures.recall import budget_hit, budget_needed, recall_at_k
 
 
 def _p(document: str, start: int, end: int) -> Passage:
@@ -110,15 +99,11 @@ def test_metrics_agree_with_ir_measures(seed):
 
 
 def test_context_chars_sums_passage_lengths_up_to_k():
-    from groundkit.scoring.measures import context_chars_at_k
-
     passages = [_p("a.md", 0, 300), _p("b.md", 100, 900), _p("a.md", 300, 350)]
     assert [context_chars_at_k(passages, k) for k in (1, 2, 3, 10)] == [300, 1100, 1150, 1150]
 
 
 def test_budget_hit_counts_only_the_visible_prefix():
-    from groundkit.scoring.measures import budget_hit
-
     # Rank 1: 300 chars of a.md, no gold. Rank 2: b.md [100, 900) with gold at [600, 620).
     passages = [_p("a.md", 0, 300), _p("b.md", 100, 900)]
     gold = [_p("b.md", 600, 620)]
@@ -136,8 +121,6 @@ def test_budget_hit_counts_only_the_visible_prefix():
 @pytest.mark.parametrize("seed", range(30))
 def test_the_budget_a_ranking_needs_is_where_budget_hit_turns_to_one(seed):
     """budget_curve answers every budget from one walk: it must agree with budget_hit at every budget."""
-    from groundkit.scoring.measures import budget_hit, budget_needed
-
     rng = random.Random(seed)
 
     def passage() -> Passage:
@@ -155,57 +138,71 @@ def test_the_budget_a_ranking_needs_is_where_budget_hit_turns_to_one(seed):
 # --- the registry ----------------------------------------------------------------------------------
 
 
-def test_names_come_in_report_order():
-    # metrics.json and per_query.csv list metrics in this order, so it is part of their bytes.
-    assert MEASURES.names([1, 5], [500, 2000]) == [
-        "recall@1", "recall@5", "mrr", "ndcg@1", "ndcg@5", "chars@1", "chars@5", "recall@500chars", "recall@2000chars"]
-    assert MEASURES.names([1, 5], [500], aspect=Aspect.QUALITY) == ["recall@1", "recall@5", "mrr", "ndcg@1", "ndcg@5"]
-    assert MEASURES.names([1, 5], [500], aspect=Aspect.COST) == ["chars@1", "chars@5", "recall@500chars"]
+def test_the_registry_finds_every_measure_module():
+    assert {m.name for m in MEASURES} >= {"recall", "mrr", "ndcg", "chars", "coverage", "precision", "iou",
+                                         "span_recall"}
 
 
-@pytest.mark.parametrize(("name", "measure", "cutoff"), [
-    ("recall@1", RECALL, 1), ("recall@10", RECALL, 10), ("mrr", MRR, None), ("ndcg@10", NDCG, 10),
-    ("chars@3", CHARS, 3), ("recall@1000chars", BUDGET_RECALL, 1000),
+@pytest.mark.parametrize(("name", "measure", "cut"), [
+    ("recall@1", "recall", Cut(Cutoff.RANK, 1)), ("recall@10", "recall", Cut(Cutoff.RANK, 10)),
+    ("mrr", "mrr", None), ("ndcg@10", "ndcg", Cut(Cutoff.RANK, 10)), ("chars@3", "chars", Cut(Cutoff.RANK, 3)),
+    ("recall@1000chars", "recall", Cut(Cutoff.BUDGET, 1000)),
+    ("coverage@500chars", "coverage", Cut(Cutoff.BUDGET, 500)),
+    ("span_recall@5", "span_recall", Cut(Cutoff.RANK, 5)),
 ])
-def test_a_name_parses_back_to_its_measure_and_cutoff(name, measure, cutoff):
-    assert MEASURES.parse(name) == (measure, cutoff)
-    assert measure.label(cutoff) == name
+def test_a_name_parses_back_to_its_measure_and_cutoff(name, measure, cut):
+    metric = MEASURES.parse(name)
+    assert (metric.measure.name, metric.cut, metric.name) == (measure, cut, name)
+    assert metric.measure.label(cut) == name
+    assert metric.size_fair == (cut is not None and cut.kind is Cutoff.BUDGET)
 
 
-@pytest.mark.parametrize("name", [
-    "", "recall", "ndcg", "mrr@10", "recall@0", "recall@05", "recall@-1", "ndcg@10chars", "chars@500chars",
-    "Recall@1", "recall@1 ", "map@10", "hits@3", "recall@@1", "recall@1000char",
-])
-def test_an_unknown_name_is_refused_with_the_known_ones(name):
-    with pytest.raises(MeasureError) as raised:
+@pytest.mark.parametrize("name", ["map@10", "hits@3", "nope"])
+def test_an_unknown_measure_is_refused_with_the_known_ones(name):
+    with pytest.raises(MeasureError, match=rf"^{name!r} is not a metric groundkit reports; the measures are .*"
+                                           r"recall@k\|recall@Nchars"):
         MEASURES.parse(name)
-    assert str(raised.value) == (f"{name!r} is not a metric groundkit reports; the metrics are "
-                                 "recall@k, mrr, ndcg@k, chars@k, recall@Nchars")
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("mrr@10", "'mrr@10': mrr is written mrr"), ("ndcg@10chars", "ndcg is written ndcg@k"),
+    ("chars@500chars", "chars is written chars@k"), ("recall", "recall is written recall@k|recall@Nchars"),
+    ("span_recall@500chars", "span_recall is written span_recall@k"),
+])
+def test_a_cutoff_the_measure_does_not_take_is_refused(name, problem):
+    with pytest.raises(MeasureError, match=re.escape(problem)):
+        MEASURES.parse(name)
+
+
+@pytest.mark.parametrize("name", ["", "Recall@1", "recall@0", "recall@05", "recall@-1", "recall@1 ", "recall@@1",
+                                  "recall@1000char"])
+def test_a_badly_written_name_is_refused(name):
+    with pytest.raises(MeasureError, match="is not a metric name"):
+        MEASURES.parse(name)
 
 
 def test_label_refuses_a_cutoff_the_measure_does_not_take():
     with pytest.raises(ValueError, match="takes no cut-off"):
-        MRR.label(10)
-    with pytest.raises(ValueError, match="needs a positive cut-off"):
-        NDCG.label(0)
-    with pytest.raises(ValueError, match="needs a positive cut-off"):
-        BUDGET_RECALL.label()
+        MEASURES["mrr"].label(Cut(Cutoff.RANK, 10))
+    with pytest.raises(ValueError, match="takes no cut-off"):
+        MEASURES["ndcg"].label(Cut(Cutoff.BUDGET, 10))
+    with pytest.raises(ValueError, match="needs a cut-off"):
+        MEASURES["recall"].label()
 
 
-def test_a_registry_refuses_ambiguous_measures():
+def test_a_registry_refuses_a_name_twice_and_a_bad_name():
     registry = Registry()
-    first = registry.register(Measure("hits", Cutoff.RANK, Aspect.QUALITY, "gold ids in the top k", lambda q, k: 0.0))
-    # The same name with another cut-off kind writes other names (hits@3 vs hits@500chars): allowed.
-    registry.register(Measure("hits", Cutoff.BUDGET, Aspect.COST, "gold ids in N characters", lambda q, b: 0.0))
-    with pytest.raises(ValueError, match="hits@k is already registered"):
-        registry.register(Measure("hits", Cutoff.RANK, Aspect.COST, "again", lambda q, k: 1.0))
+    first = registry.register(Measure("hits", frozenset({Cutoff.RANK}), "gold ids in the top k", lambda q, c: 0.0))
+    with pytest.raises(ValueError, match="a measure 'hits' is already registered"):
+        registry.register(Measure("hits", frozenset({Cutoff.BUDGET}), "again", lambda q, c: 1.0))
     for bad in ("Hits", "hits@k", "2hits", "hits chars", ""):
         with pytest.raises(ValueError, match="must be lower-case"):
-            registry.register(Measure(bad, Cutoff.NONE, Aspect.QUALITY, "bad", lambda q, _: 0.0))
-    assert registry.names([3], [500]) == ["hits@3", "hits@500chars"]
+            registry.register(Measure(bad, frozenset(), "bad", lambda q, c: 0.0))
+    assert registry.parse("hits@3").name == "hits@3"
     registry.unregister(first)
-    assert registry.names([3], [500]) == ["hits@500chars"]
-    assert MEASURES.names([3], []) == ["recall@3", "mrr", "ndcg@3", "chars@3"]  # another registry is untouched
+    with pytest.raises(MeasureError):
+        registry.parse("hits@3")
+    assert MEASURES.parse("recall@3").name == "recall@3"  # another registry is untouched
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -218,9 +215,9 @@ def test_registry_names_score_what_ir_measures_calls_them(seed):
     reference = {(m.query_id, str(m.measure)): m.value
                  for m in ir_measures.iter_calc([ir_measures.parse_measure(v) for v in equivalent.values()],
                                                 qrels, run)}
-    assert MEASURES.names([1, 3, 10], [], aspect=Aspect.QUALITY) == list(equivalent)
+    metrics = MEASURES.parse_all(list(equivalent))
     for qid, ranking in rankings.items():
-        scored = MEASURES.score(QueryRun(ranking=ranking, gold=golds[qid], passages=[], spans=[]), [1, 3, 10], [])
+        scored = score(metrics, QueryRun(ranking=ranking, gold=golds[qid], passages=[], spans=[]))
         for ours, theirs in equivalent.items():
             assert scored[ours] == pytest.approx(reference.get((qid, theirs), 0.0)), (qid, ours)
 
@@ -229,7 +226,8 @@ def test_registry_scores_the_cost_side_by_hand():
     # Passages of 300 and 800 characters; the gold span lies at [600, 620) of the second.
     run = QueryRun(ranking=["p1", "p2"], gold={"p2"}, passages=[_p("a.md", 0, 300), _p("b.md", 100, 900)],
                    spans=[_p("b.md", 600, 620)])
-    scored = MEASURES.score(run, [1, 2], [800, 801])
+    names = ["chars@1", "chars@2", "recall@800chars", "recall@801chars"]
+    scored = score(MEASURES.parse_all(names), run)
     assert (scored["chars@1"], scored["chars@2"]) == (300.0, 1100.0)
     assert (scored["recall@800chars"], scored["recall@801chars"]) == (0.0, 1.0)
-    assert list(scored) == MEASURES.names([1, 2], [800, 801])
+    assert list(scored) == names

@@ -6,6 +6,7 @@ from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Chunk
 from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
 from groundkit.scoring.score import score_run, unretrieved_gold_id
+from tests.conftest import rank_metrics
 
 TEXT = "alpha beta gamma delta epsilon"
 CHUNKS = [
@@ -17,7 +18,7 @@ BY_ID = {c.chunk_id: c for c in CHUNKS}
 
 def score_rankings(judgments, rankings, ks, budgets=(), *, universe=CHUNKS):
     """Score rankings of chunk ids, by default as a chunk run: every chunk is a passage the retriever could return."""
-    return score_run(judgments, rankings, BY_ID, ks, budgets, universe=universe)
+    return score_run(judgments, rankings, BY_ID, rank_metrics(ks, budgets), universe=universe)
 
 
 def resolved(qid: str, category: str, spans: list[tuple[int, int]]) -> ResolvedJudgment:
@@ -91,7 +92,8 @@ def test_an_unknown_universe_keeps_a_missed_span_in_the_ideal_however_often_anot
     window = Chunk(document="a.md", start_offset=0, end_offset=16, text=TEXT[0:16])
     judgments = [resolved("q1", "multi_passage", [(6, 10), (23, 30)])]
     epsilon = unretrieved_gold_id(judgments[0].spans[1])
-    result, qrels = score_run(judgments, {"q1": [A, window.chunk_id]}, {**BY_ID, window.chunk_id: window}, [1, 3],
+    result, qrels = score_run(judgments, {"q1": [A, window.chunk_id]}, {**BY_ID, window.chunk_id: window},
+                             rank_metrics([1, 3]),
                               universe=None)
     assert qrels == {"q1": {A: 1, window.chunk_id: 1, epsilon: 1}}
     # DCG@3 = 1 + 1/log2(3); IDCG@3 = 1 + 1/log2(3) + 1/log2(4) = 2.1309298.
@@ -104,7 +106,7 @@ def test_an_unknown_universe_keeps_a_missed_span_in_the_ideal_however_often_anot
     reference = ir_measures.calc_aggregate([nDCG @ 3], qrels, {"q1": {A: 2.0, window.chunk_id: 1.0}})
     assert reference[nDCG @ 3] == pytest.approx(result.queries[0].metrics["ndcg@3"], abs=1e-9)
     # Retrieving both spans, once each, is the ideal: 1.0.
-    both, _ = score_run(judgments, {"q1": [A, C]}, BY_ID, [1, 3], universe=None)
+    both, _ = score_run(judgments, {"q1": [A, C]}, BY_ID, rank_metrics([1, 3]), universe=None)
     assert both.queries[0].metrics["ndcg@3"] == 1.0
 
 
@@ -147,8 +149,9 @@ def test_hit_rate_curve_at_the_deepest_depth_has_bounded_rows():
                            gold_chunks=1, first_gold_rank=first, metrics={})
 
     # Four answerable queries first hit at ranks 1, 150, 1000 and 5000; one never; no_answer is left out.
-    result = StageResult(ks=[1], queries=[query("a", 1), query("b", 150), query("c", 1000), query("d", 5000),
-                                          query("e", None), query("f", None, "no_answer")])
+    result = StageResult(measures=["recall@1"], queries=[query("a", 1), query("b", 150), query("c", 1000),
+                                                         query("d", 5000), query("e", None),
+                                                         query("f", None, "no_answer")])
     curve = {row["k"]: row["recall"] for row in hit_rate_curve(result, 100_000)}
     # Every k up to 100, then 20 per decade (R20: 112, 125, ..., 900, 1000, 1120, ...) and the depth itself.
     assert len(curve) == 100 + 19 + 20 + 20 + 1
@@ -164,9 +167,10 @@ def test_hit_rate_curve_at_the_deepest_depth_has_bounded_rows():
 def test_a_registered_measure_reaches_the_summary_and_the_per_query_csv(throwaway_measure):
     judgments = [resolved("q1", "factoid", [(6, 10)]), resolved("q2", "boundary", [(6, 16)]),
                  resolved("q4", "no_answer", [])]
-    result, _ = score_rankings(judgments, {"q1": [B, A], "q2": [B, C, A], "q4": []}, [1, 3], [11])
+    metrics = [*rank_metrics([1, 3], [11]), "hits@1", "hits@3"]
+    result, _ = score_run(judgments, {"q1": [B, A], "q2": [B, C, A], "q4": []}, BY_ID, metrics, universe=CHUNKS)
     # q1 (gold A) ranks B, A: 0 gold in the top 1, 1 in the top 3. q2 (gold A, B) ranks B, C, A: 1, then 2.
-    assert result.metric_names[-3:] == ["recall@11chars", "hits@1", "hits@3"]  # registration order
+    assert result.metric_names == metrics  # score.measures' order
     summary = result.summary()
     assert (summary["answerable"]["hits@1"], summary["answerable"]["hits@3"]) == (0.5, 1.5)
     assert summary["by_category"]["boundary"]["hits@3"] == 2.0
@@ -176,8 +180,8 @@ def test_a_registered_measure_reaches_the_summary_and_the_per_query_csv(throwawa
     assert lines[3].endswith(",,")  # no_answer: no metrics
 
 
-def test_without_the_throwaway_measure_the_names_are_the_committed_ones():
-    judgments = [resolved("q1", "factoid", [(6, 10)])]
-    result, _ = score_rankings(judgments, {"q1": [A]}, [1, 3], [11])
-    assert result.metric_names == ["recall@1", "recall@3", "mrr", "ndcg@1", "ndcg@3", "chars@1", "chars@3",
-                                   "recall@11chars"]
+def test_a_measure_no_module_registers_is_refused_by_name():
+    from groundkit.errors import MeasureError
+
+    with pytest.raises(MeasureError, match="'hits@1' is not a metric groundkit reports; the measures are chars@k, "):
+        score_run([resolved("q1", "factoid", [(6, 10)])], {"q1": [A]}, BY_ID, ["recall@1", "hits@1"], universe=CHUNKS)

@@ -37,4 +37,4 @@ def caution(chunks: int, params: Params) -> str | None:
     """The warning about ``chunks`` chunks, when a retriever ranks them (an external run ranks passages of its own)."""
     if not params.retrieve.kind.ranks_chunks:
         return None
-    return few_chunks(chunks, depth=params.retrieve.depth, largest_k=max(params.score.ks))
+    return few_chunks(chunks, depth=params.retrieve.depth, largest_k=params.score.deepest_rank)

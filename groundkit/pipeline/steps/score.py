@@ -11,6 +11,7 @@ from groundkit import __version__
 from groundkit._atomic import atomic_directory, atomic_write_lines, atomic_write_text
 from groundkit._lines import csv_text, dumps_json, read_json, round_floats
 from groundkit._seals import file_sha256
+from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Chunk, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import ArtifactError, ParamsError, RunFileError
@@ -29,7 +30,7 @@ from groundkit.pipeline.stages import (
     written_by,
 )
 from groundkit.retrieval.trec import qrels_lines
-from groundkit.scoring.measures import BUDGET_RECALL, NDCG, RECALL
+from groundkit.scoring.measures import Cutoff, Metric, Relevance, metrics_of
 from groundkit.scoring.schema import ExternalRunFile, QueryResult, RunMetadata
 from groundkit.scoring.score import budget_curve, hit_rate_curve, score_run
 
@@ -110,16 +111,18 @@ def run(
         raise ArtifactError(span_sources, "lacks the input hashes",
                             fix=f"re-run the {written_by(SPAN_SOURCES)} stage") from None
     ranked = {q: list(map(itemgetter(0), r)) for q, r in rankings.items()}
-    result, qrels = score_run(judgments, ranked, by_id, params.score.ks, params.score.budgets, universe=universe)
+    metrics = metrics_of(params)
+    relevance = Relevance(params.score.min_overlap)
+    result, qrels = score_run(judgments, ranked, by_id, metrics, universe=universe, relevance=relevance)
     summary = result.summary()
-    ks = params.score.ks
-    bars = list(dict.fromkeys([RECALL.label(ks[0]), RECALL.label(ks[-1]), NDCG.label(ks[-1])]))
+    bars = _bars(metrics)
     categories = [{"category": name, **{m: block[m] for m in bars}}
-                  for name, block in summary["by_category"].items() if "mrr" in block]
+                  for name, block in summary["by_category"].items() if name != Category.NO_ANSWER.value]
     with atomic_directory(out_plots) as plots:
         curves = {
             "hit_rate.csv": csv_text(hit_rate_curve(result, params.retrieve.depth), ["k", "recall"]),
-            "budget.csv": csv_text(budget_curve(judgments, ranked, by_id), ["budget_chars", "recall"]),
+            "budget.csv": csv_text(budget_curve(judgments, ranked, by_id, relevance=relevance),
+                                   ["budget_chars", "recall"]),
             "categories.csv": csv_text(categories, ["category", *bars]),
             "queries.csv": csv_text(_by_query(result.queries, bars[-1]), ["position", bars[-1], "query_id"]),
         }
@@ -134,14 +137,20 @@ def run(
 
 
 def headline(summary: dict[str, Any], score: ScoreParams) -> dict[str, Any]:
-    """The few answerable figures metrics.json keeps, so ``dvc metrics show`` fits in 80 columns.
-
-    nDCG and hit rate at the deepest k, MRR, and hit rate within the middle context budget (the
-    lower middle of an even number); detail.json has every measure, overall and per category.
-    """
-    k, budget = score.ks[-1], score.budgets[(len(score.budgets) - 1) // 2]
+    """The answerable figures metrics.json keeps (``score.headline``); detail.json has every measure."""
     answerable = summary["answerable"]
-    return {name: answerable[name] for name in (NDCG.label(k), RECALL.label(k), "mrr", BUDGET_RECALL.label(budget))}
+    return {name: answerable[name] for name in score.headline}
+
+
+def _bars(metrics: Sequence[Metric]) -> list[str]:
+    """The per-category plot's bars: hit rate at the smallest and the deepest k, nDCG at the deepest k (those
+    computed)."""
+    def ranked(name: str) -> list[str]:
+        return [m.name for m in sorted((m for m in metrics if m.measure.name == name and m.cut is not None
+                                        and m.cut.kind is Cutoff.RANK), key=lambda m: m.cut.value)]
+
+    recall, ndcg = ranked("recall"), ranked("ndcg")
+    return list(dict.fromkeys([*recall[:1], *recall[-1:], *ndcg[-1:]])) or [metrics[0].name]
 
 
 def _by_query(queries: Sequence[QueryResult], metric: str) -> list[dict[str, object]]:

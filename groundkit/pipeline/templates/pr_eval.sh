@@ -6,8 +6,9 @@
 # Usage: @@script@@ BASE [OUT]
 #   BASE  the revision to compare against, e.g. origin/main (its committed metrics/)
 #   OUT   folder for comment.md, compare.md and report.html (default build/pr-eval)
-# GROUNDKIT_GATE holds compare's gate options (default: --metric ndcg@10); e.g.
-#   GROUNDKIT_GATE="--metric ndcg@10,recall@1000chars --max-drop 0.01"
+# GROUNDKIT_GATE holds compare's gate options (default: none, so compare's own gate: ndcg@10 and
+# coverage@1000chars, a gain bought only with more context is no gain); e.g.
+#   GROUNDKIT_GATE="--metric ndcg@10,coverage@1000chars --max-drop 0.01"
 #
 # Exit status: 0 no significant regression; 4 a gated metric dropped significantly by more than
 # --max-drop (comment.md and report.html are written all the same); anything else is an error.
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 base=${1:?usage: @@script@@ BASE [OUT]}
 out=${2:-build/pr-eval}
-read -r -a gate <<< "${GROUNDKIT_GATE:---metric ndcg@10}"
+read -r -a gate <<< "${GROUNDKIT_GATE:-}"
 marker="<!-- groundkit retrieval-eval -->"
 mkdir -p "$out"
 
@@ -32,7 +33,7 @@ else
 fi
 
 set +e
-groundkit compare "$base" "$candidate" --fail-on-regression "${gate[@]}" > "$out/compare.md" 2> "$out/compare.err"
+groundkit compare "$base" "$candidate" --format md --fail-on-regression ${gate[@]+"${gate[@]}"} > "$out/compare.md" 2> "$out/compare.err"
 status=$?
 set -e
 if [ "$status" -ne 0 ] && [ "$status" -ne 4 ]; then

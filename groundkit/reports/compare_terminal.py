@@ -1,0 +1,191 @@
+"""A comparison as plain text for a terminal: the verdict and the figures it rests on first, within 100 columns.
+
+``groundkit compare`` prints this when its output is a terminal (``--format text``); Markdown, for a
+pull request's comment, is the default when it is piped. The text says what the Markdown says, in the
+order a person reading a terminal needs it: the verdict and why, the gated metrics with their intervals
+and corrected p-values and the context each was read with, what changed, what the judgments can detect,
+then every metric, the categories and the queries that moved. Nothing is wider than :data:`WIDTH`: a
+long query is cut with an ellipsis, a long list wraps.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+
+from groundkit.reports.compare import ALL, Comparison, Stat
+from groundkit.reports.compare_many import ManyComparison
+from groundkit.reports.compare_text import (
+    correction_text,
+    counts_text,
+    effect_text,
+    number_text,
+    signed_text,
+    verdict_reason,
+)
+from groundkit.reports.stats import RESAMPLES, SEED
+
+WIDTH = 100
+"""The widest line of the text."""
+
+FORMATS = ("text", "md", "json")
+"""compare's ``--format`` choices."""
+
+
+def _wrap(text: str, indent: str = "") -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False, break_long_words=True) or [""]
+
+
+def _cut(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
+    """Columns two spaces apart, each as wide as its widest cell; numbers to the right."""
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(cells, widths, right, strict=True)]
+        return "  ".join(parts).rstrip()
+
+    return [line(header), *(line(row) for row in rows)]
+
+
+def _interval(stat: Stat) -> str:
+    if stat.ci_low is None:
+        return "n/a"
+    return f"[{signed_text(stat.ci_low, stat.metric)}, {signed_text(stat.ci_high, stat.metric)}]"
+
+
+def _p(p: float | None) -> str:
+    return "n/a" if p is None else f"{p:.4f}"
+
+
+def _gated_rows(gate: list[str], stats: dict[str, Stat], p_adjusted: dict[str, float | None], alpha: float,
+                costs: dict[str, Stat]) -> list[list[str]]:
+    rows = []
+    for m in gate:
+        s = stats[m]
+        p = p_adjusted.get(m)
+        star = " *" if p is not None and p < alpha else ""
+        rows.append([m, number_text(s.baseline, m), number_text(s.candidate, m), signed_text(s.delta, m),
+                     _interval(s), _p(p) + star])
+        cost = costs.get(m)
+        if cost is not None and cost.delta:
+            ratio = f"{cost.candidate / cost.baseline:.2f}x" if cost.baseline and cost.candidate is not None else ""
+            rows.append([f"  read: {cost.metric}", number_text(cost.baseline, cost.metric),
+                         number_text(cost.candidate, cost.metric), signed_text(cost.delta, cost.metric),
+                         ratio, f"{_p(cost.p_value)} raw"])
+    return rows
+
+
+GATED_HEADER = ("gated metric", "baseline", "candidate", "delta", "95% CI", "corrected p")
+GATED_RIGHT = (False, True, True, True, False, True)
+
+
+def render_text(result: Comparison, *, top: int = 10) -> str:
+    """A two-sided comparison as plain text within :data:`WIDTH` columns."""
+    b, c = result.baseline, result.candidate
+    answerable = result.overall[0].queries if result.overall else 0
+    tests = sum(1 for p in result.p_adjusted.values() if p is not None)
+    stats = {s.metric: s for s in result.overall}
+    reason = verdict_reason(result.gate, stats, result.p_adjusted, result.alpha, result.traded, result.costs)
+    lines = [*_wrap(f"groundkit compare: {b.label} -> {c.label}, paired over {answerable} answerable queries"), ""]
+    lines += _wrap(f"Verdict: {result.verdict}, as {reason}.")
+    lines += _wrap(f"Gated at alpha {result.alpha}, {correction_text(result.correction, tests)}; * marks corrected p "
+                   "below alpha.")
+    if result.regressions:
+        lines += _wrap(f"Gate: regression beyond the allowed drop of {result.max_drop}: "
+                       f"{', '.join(result.regressions)}.")
+    for m, why in result.untested.items():
+        lines += _wrap(f"{m}: no test ({why}).")
+    for note in result.gate_notes:
+        lines += _wrap(f"Note: {note}.")
+    lines += ["", *_table(GATED_HEADER, _gated_rows(result.gate, stats, result.p_adjusted, result.alpha,
+                                                     result.costs), GATED_RIGHT), ""]
+    if result.corpus_change:
+        lines += _wrap(f"Corpus changed (--allow-corpus-change): {result.corpus_change['baseline']} -> "
+                       f"{result.corpus_change['candidate']}.")
+    if result.params_changed:
+        changed = ", ".join(f"{k} {'(not used)' if v[0] is None else v[0]} -> "
+                            f"{'(not used)' if v[1] is None else v[1]}" for k, v in result.params_changed.items())
+        lines += _wrap(f"Changed: {changed}.")
+    else:
+        lines += ["Changed: no parameter."]
+    detectable = [f"{number_text(d.mde, d.metric)} in {d.metric}" for d in result.detectable
+                  if d.category == ALL and d.mde is not None]
+    if detectable:
+        lines += _wrap(f"These {answerable} queries can detect a change of about {', '.join(detectable)} "
+                       "(80% power); a smaller one is likely to be missed.")
+    one_sided = [f"{m} ({side} only)" for side in ("baseline", "candidate") for m in result.one_sided.get(side, [])]
+    if one_sided:
+        lines += _wrap(f"Not compared, reported by one run only: {', '.join(one_sided)}.")
+    lines += ["", "Every metric (p uncorrected; W/T/L: queries higher / same / lower in the candidate)"]
+    header = ("metric", "baseline", "candidate", "delta", "95% CI", "p", "d_z", "W/T/L")
+    right = (False, True, True, True, False, True, True, True)
+    lines += _table(header, [[s.metric, number_text(s.baseline, s.metric), number_text(s.candidate, s.metric),
+                              signed_text(s.delta, s.metric), _interval(s), _p(s.p_value), effect_text(s),
+                              counts_text(s)] for s in result.overall], right)
+    lines += ["", "The gated metrics by category (p uncorrected; --format md for every metric)"]
+    rows = [[category, str(s.queries), s.metric, signed_text(s.delta, s.metric), _interval(s), _p(s.p_value)]
+            for category, category_stats in result.by_category.items() for s in category_stats
+            if s.metric in result.gate]
+    lines += _table(("category", "n", "metric", "delta", "95% CI", "p"), rows,
+                    (False, True, False, True, False, True))
+    na = result.no_answer
+    lines += ["", f"No-answer queries that abstained: {na['abstained_baseline']}/{na['queries']} -> "
+                  f"{na['abstained_candidate']}/{na['queries']}."]
+    for title, moved in (("got worse", result.worse), ("got better", result.better)):
+        shown = min(len(moved), top)
+        lines += ["", f"Queries that {title}: {len(moved)}" + (f" (the first {shown}; --top N for more)"
+                                                                if len(moved) > shown else "")]
+        if moved:
+            ranks = [f"{_rank(r['rank_before'])} -> {_rank(r['rank_after'])}" for r in moved[:shown]]
+            ids = [r["query_id"] for r in moved[:shown]]
+            fixed = max(map(len, ids)) + max(map(len, ranks)) + 6
+            for query_id, rank, row in zip(ids, ranks, moved[:shown], strict=True):
+                query = _cut(row["query"], WIDTH - fixed)
+                lines.append(f"  {query_id:<{max(map(len, ids))}}  {rank:<{max(map(len, ranks))}}  {query}".rstrip())
+    lines += ["", *_wrap(f"95% CI: paired bootstrap; p: paired randomization test; {RESAMPLES:,} resamples, "
+                         f"seed {SEED}. --format md for the pull-request comment, --format json for machines.")]
+    return "\n".join(lines) + "\n"
+
+
+def _rank(rank: int | None) -> str:
+    return "none" if rank is None else str(rank)
+
+
+def render_text_many(result: ManyComparison) -> str:
+    """An N-way comparison as plain text: each candidate's verdict and why, then its gated metrics."""
+    lines = [*_wrap(f"groundkit compare: {result.baseline.label} against {len(result.candidates)} candidates, "
+                    f"paired over {result.queries} answerable queries"), ""]
+    lines += _wrap(f"Verdicts: {result.verdict}.")
+    for note in result.gate_notes:
+        lines += _wrap(f"Note: {note}.")
+    corrected = correction_text(result.correction, result.tests)
+    lines += _wrap(f"Gated at alpha {result.alpha}, {corrected} ({len(result.candidates)} candidates x "
+                   f"{len(result.gate)} metrics); * marks corrected p below alpha.")
+    for r in result.candidates:
+        stats = {s.metric: s for s in r.overall}
+        changes = ", ".join(f"{k}={'(not set)' if v[1] is None else v[1]}" for k, v in r.params_changed.items())
+        reason = verdict_reason(result.gate, stats, r.p_adjusted, result.alpha, r.traded, r.costs)
+        lines += ["", *_wrap(f"{r.side.label} ({changes or 'no parameter changed'}): {r.verdict}, "
+                             f"as {reason}.")]
+        if r.regressions:
+            lines += _wrap(f"Gate: regression beyond the allowed drop of {result.max_drop}: "
+                           f"{', '.join(r.regressions)}.", "  ")
+        table = _table(GATED_HEADER, _gated_rows(result.gate, stats, r.p_adjusted, result.alpha, r.costs),
+                       GATED_RIGHT)
+        lines += ["  " + line for line in table]
+    detectable = [f"{number_text(d.mde, d.metric)} in {d.metric}" for d in result.detectable
+                  if d.category == ALL and d.mde is not None]
+    if detectable:
+        lines += ["", *_wrap(f"These {result.queries} queries can detect a change of about "
+                             f"{', '.join(detectable)} (80% power); a smaller one is likely to be missed.")]
+    if result.left_out:
+        left_out = "; ".join(f"{n}: {why}" for n, why in result.left_out)
+        lines += ["", *_wrap(f"Left out of --experiments: {left_out}.")]
+    lines += ["", *_wrap("--format md for the pull-request comment (with categories), --format json for machines.")]
+    return "\n".join(lines) + "\n"

@@ -96,11 +96,14 @@ def ir_measures_values(run: Path, qrels: Path) -> list[object]:
                                       ir_measures.read_trec_run(str(run))))
 
 
-def ranx_values(run: Path, qrels: Path) -> object:
+def ranx_values(run: Path, qrels: Path) -> dict[str, dict[str, float]]:
+    """Per measure (groundkit's name), each query's value as ranx computes it."""
     from ranx import Qrels, Run, evaluate
 
-    return evaluate(Qrels.from_file(str(qrels), kind="trec"), Run.from_file(str(run), kind="trec"),
-                    MEASURES["ranx"], return_mean=False, threads=1)
+    loaded = Run.from_file(str(run), kind="trec")
+    evaluate(Qrels.from_file(str(qrels), kind="trec"), loaded, MEASURES["ranx"], return_mean=False, threads=1)
+    return {ours: dict(loaded.scores[theirs]) for ours, theirs in zip(MEASURES["groundkit"], MEASURES["ranx"],
+                                                                      strict=True)}
 
 
 def check(ours: dict[str, dict[str, float]], reference: dict[str, dict[str, float]]) -> int:
@@ -134,11 +137,16 @@ def main() -> None:
             "pytrec_eval": lambda: pytrec_eval_values(run, qrels),
             "ir_measures": lambda: ir_measures_values(run, qrels),
         }
-        if not args.no_ranx:
-            ranx_values(run, qrels)  # numba compiles on the first call
-            tools["ranx (1 thread)"] = lambda: ranx_values(run, qrels)
-        equal = check(groundkit_values(run, qrels), pytrec_eval_values(run, qrels))  # type: ignore[arg-type]
+        ours = groundkit_values(run, qrels)
+        equal = check(ours, pytrec_eval_values(run, qrels))  # type: ignore[arg-type]
         print(f"sanity: groundkit equals pytrec_eval to 1e-9 on all four measures for {equal:,} queries")
+        if not args.no_ranx:
+            ranx = ranx_values(run, qrels)  # numba compiles on the first call
+            tools["ranx (1 thread)"] = lambda: ranx_values(run, qrels)
+            differ = {name: sum(1 for q, v in values.items() if q in ours and abs(v - ours[q][name]) > 1e-9)
+                      for name, values in ranx.items()}
+            print("ranx differs from groundkit (ties it orders otherwise) on: "
+                  + ", ".join(f"{name} {count} queries" for name, count in differ.items()))
         times: dict[str, list[float]] = {name: [] for name in tools}
         for round_ in range(args.rounds):
             for name, tool in tools.items():

@@ -36,7 +36,8 @@ def _cmd_score_trec(args: argparse.Namespace) -> int:
     from groundkit.scoring.trec.measures import default_measures, parse_measures
     from groundkit.scoring.trec.result import counts, score_trec, tie_warning
 
-    measures = names(args.measures) or default_measures(load_params(args.params, args.set).score.ks)
+    params = load_params(args.params, args.set)  # read even when --measures is given: a bad file is still refused
+    measures = names(args.measures) or default_measures(params.score.ks)
     try:
         parse_measures(measures)
     except MeasureError as exc:

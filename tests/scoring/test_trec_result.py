@@ -76,9 +76,9 @@ def test_the_result_folder(inputs, tmp_path, capsys):
     stdout, stderr = capsys.readouterr()
     assert sorted(p.name for p in out.iterdir()) == [".groundkit-output", "detail.json", "metrics.json",
                                                      "per_query.csv", "run.json"]
-    assert "40 queries of the qrels scored; 1 of them not in the run" in stdout
-    assert "1 queries of the run not in the qrels (left out)" in stdout
-    assert "1 queries of the qrels grade no document above 0: no_answer" in stdout
+    assert "40 queries of the qrels scored, 1 of them missing from the run (scored 0" in stdout
+    assert "1 query of the run not in the qrels (left out)" in stdout
+    assert "1 query of the qrels with no document graded above 0: no_answer" in stdout
     assert stderr.startswith("warning: 39 pairs of documents in 39 queries have equal scores")
 
     metadata = json.loads((out / "run.json").read_text())

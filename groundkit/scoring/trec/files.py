@@ -27,6 +27,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import itertools
 import math
 import re
 from collections.abc import Callable
@@ -91,8 +92,6 @@ class Table:
         document_codes: Each row's document as an index into ``document_ids``.
         document_ids: The distinct document ids, in order of first appearance.
         values: Each row's score (float64) or grade (int64).
-        line_numbers: Each row's line in the file; None when row i is line ``first_line + i`` (no blank line).
-        first_line: The line of row 0 when ``line_numbers`` is None.
     """
 
     path: Path
@@ -104,19 +103,10 @@ class Table:
     document_codes: np.ndarray
     document_ids: np.ndarray
     values: np.ndarray
-    line_numbers: np.ndarray | None = None
-    first_line: int = 1
 
     @property
     def rows(self) -> int:
         return len(self.values)
-
-    def line(self, row: int) -> int:
-        """The line of the file that row ``row`` was read from."""
-        return int(self.line_numbers[row]) if self.line_numbers is not None else self.first_line + row
-
-    def fail(self, row: int, problem: str, fix: str | None = None) -> InputError:
-        return self.format.error(self.path, problem, line=self.line(row), fix=fix or self.format.fix)
 
 
 def read_run(path: str | Path) -> Table:
@@ -182,12 +172,10 @@ def _read(path: Path, choose: Callable[[str], Format]) -> Table:
     unread = [frame[i] for i in range(form.fields) if i not in (form.query, form.document, form.value)]
     if any("" in column.cat.categories for column in unread):  # a line one field short reads the last as ""
         raise _scan(path, data, form, header) or form.error(path, "has a line with a field missing", fix=form.fix)
-    line_numbers = None if _line_count(data) == len(frame) + skip else _row_lines(data, skip)
     query_codes, query_ids = pd.factorize(frame[form.query].to_numpy())
     document_codes, document_ids = pd.factorize(frame[form.document].to_numpy())
-    table = Table(path, digest, form, header, query_codes, query_ids, document_codes, document_ids, values,
-                  line_numbers, skip + 1)
-    _refuse_repeats(table)
+    table = Table(path, digest, form, header, query_codes, query_ids, document_codes, document_ids, values)
+    _refuse_repeats(table, _line_of(data, skip, len(frame)))
     return table
 
 
@@ -286,14 +274,16 @@ def _grades(path: Path, data: bytes, form: Format, header: bool, column: pd.Seri
     return grades
 
 
-def _line_count(data: bytes) -> int:
-    return data.count(b"\n") + (not data.endswith(b"\n"))
+def _line_of(data: bytes, skip: int, rows: int) -> Callable[[int], int]:
+    """The line of ``data`` each row was read from: rows are the non-blank lines past the first ``skip``."""
+    if data.count(b"\n") + (not data.endswith(b"\n")) == rows + skip:
+        return lambda row: skip + 1 + row  # no blank line among them: the usual file, and no scan
 
+    def line(row: int) -> int:  # only for an error's message: a scan of the lines
+        numbers = (n for n, raw in enumerate(data.split(b"\n"), start=1) if n > skip and raw.strip(b" \t"))
+        return next(itertools.islice(numbers, row, None))
 
-def _row_lines(data: bytes, skip: int) -> np.ndarray:
-    """The line number of each row: the lines past the first ``skip`` that are not blank."""
-    numbers = [n for n, raw in enumerate(data.split(b"\n"), start=1) if n > skip and raw.strip(b" \t")]
-    return np.array(numbers, dtype=np.int64)
+    return line
 
 
 def _scan(path: Path, data: bytes, form: Format, header: bool) -> InputError | None:
@@ -309,7 +299,7 @@ def _scan(path: Path, data: bytes, form: Format, header: bool) -> InputError | N
     return None
 
 
-def _refuse_repeats(table: Table) -> None:
+def _refuse_repeats(table: Table, line: Callable[[int], int]) -> None:
     """Refuse a query naming a document twice, naming both lines: which of the two counts is unknowable."""
     keys = table.query_codes.astype(np.int64) * max(len(table.document_ids), 1) + table.document_codes
     repeated = pd.Series(keys).duplicated(keep="first").to_numpy()
@@ -319,7 +309,8 @@ def _refuse_repeats(table: Table) -> None:
     first = int(np.flatnonzero(keys == keys[row])[0])
     query, document = table.query_ids[table.query_codes[row]], table.document_ids[table.document_codes[row]]
     kind = "ranks" if table.format is RUN else "judges"
-    raise table.fail(row, f"{kind} document {document!r} for query {query!r} a second time (first on line "
-                          f"{table.line(first)}); which of the two counts is unknowable",
-                     fix="keep one line per query and document" + (
-                         " (trec_eval refuses such a run too)" if table.format is RUN else ""))
+    raise table.format.error(
+        table.path, f"{kind} document {document!r} for query {query!r} a second time (first on line {line(first)}); "
+        "which of the two counts is unknowable", line=line(row),
+        fix="keep one line per query and document" + (" (trec_eval refuses such a run too)" if table.format is RUN
+                                                      else ""))

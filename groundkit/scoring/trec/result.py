@@ -169,14 +169,18 @@ def per_query_csv(scores: Scores, names: Sequence[str]) -> str:
 
 def counts(scores: Scores) -> list[str]:
     """What was scored, left out and tied, in lines for the command's output."""
-    lines = [f"{len(scores.query_ids)} queries of the qrels scored; {scores.absent} of them not in the run "
-             "(scored 0, as trec_eval -c does); "
-             f"{scores.unjudged} queries of the run not in the qrels (left out)"]
+    lines = [f"{_queries(len(scores.query_ids))} of the qrels scored, {scores.absent} of them missing from the run "
+             f"(scored 0, as trec_eval -c scores them); {_queries(scores.unjudged)} of the run not in the qrels "
+             "(left out)"]
     no_answer = int((~scores.answerable).sum())
     if no_answer:
-        lines.append(f"{no_answer} queries of the qrels grade no document above 0: no_answer, left out of the means "
-                     "(trec_eval -c averages them in as 0)")
+        lines.append(f"{_queries(no_answer)} of the qrels with no document graded above 0: no_answer, left out of "
+                     "the means (trec_eval -c averages them in as 0)")
     return lines
+
+
+def _queries(count: int) -> str:
+    return f"{count} {'query' if count == 1 else 'queries'}"
 
 
 def tie_warning(scores: Scores) -> str | None:

@@ -196,6 +196,7 @@ def test_an_out_folder_is_replaced_only_by_score_trec_with_force(inputs, tmp_pat
     ("q Q0 a 1 x t\n", "q 0 a 1\n", "run.trec:1: score 'x' is not a finite number"),
     ("q Q0 a 1 1 t\n", "q 0 a 2\nq 0 b 0.5\n", "qrels.trec:2: grade '0.5' is not a whole number"),
     ("q Q0 a 1 1 t\n", "q 0 a 0\nq 0 b -2\n", "qrels.trec: grades no document above 0"),
+    ("q Q0 a 1 1 t\n", "r 0 a 1\n", "run.trec: names none of the 1 queries of"),
 ])
 def test_bad_input_writes_nothing(tmp_path, capsys, run, qrels, message):
     (tmp_path / "run.trec").write_text(run)

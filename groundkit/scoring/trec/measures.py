@@ -135,7 +135,6 @@ class _Ranked:
     ideal_grade: np.ndarray
     first: np.ndarray
     relevant: np.ndarray
-    answerable: np.ndarray
 
     def top(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Query, rank and grade of the relevant rows ranked within the top ``k``."""
@@ -201,7 +200,7 @@ def score(run: Table, qrels: Table, measures: Sequence[str]) -> Scores:
     ideal_query, ideal_rank, ideal_grade = _ideal(qrel_query[positive], qrels.values[positive], relevant)
     answerable = relevant > 0
     ranked = _Ranked(query, rank, grade.astype(np.float64), ideal_query, ideal_rank, ideal_grade.astype(np.float64),
-                     first, relevant, answerable)
+                     first, relevant)
     metrics = {}
     for name, measure, cutoff in plan:
         values = VECTORISED[measure.pattern](ranked, cutoff or 0, n)

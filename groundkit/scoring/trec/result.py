@@ -33,7 +33,7 @@ from groundkit._lines import dumps_json
 from groundkit._outputs import output_folder
 from groundkit._progress import bar
 from groundkit.corpus.judgments import Category
-from groundkit.errors import JudgmentsError, MeasureError
+from groundkit.errors import JudgmentsError, MeasureError, RunFileError
 from groundkit.scoring.measures import MEASURES, MRR, NDCG, RECALL
 from groundkit.scoring.schema import DOCUMENT_LEVEL, PER_QUERY_FIELDS, ExternalRunFile, RunMetadata
 from groundkit.scoring.trec.files import Table, read_qrels, read_run
@@ -77,6 +77,11 @@ def score_trec(run_file: str | Path, qrels_file: str | Path, out: str | Path, *,
             raise JudgmentsError(qrels.path, "grades no document above 0, so no query has anything to find",
                                  fix="point at the qrels of this run's queries; a grade above 0 marks a document "
                                      "relevant")
+        shared = set(run.query_ids.tolist()) & set(qrels.query_ids.tolist())
+        if not shared:
+            raise RunFileError(run.path, f"names none of the {len(qrels.query_ids)} queries of {qrels.path} (it ranks "
+                               f"for {run.query_ids[0]!r}, the qrels judge {qrels.query_ids[0]!r}, ...): every query "
+                               "would score 0", fix="score a run against the qrels of its own queries")
         progress.update(1)
         scores = score(run, qrels, names)
         progress.update(1)

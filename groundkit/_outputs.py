@@ -41,8 +41,8 @@ SCRATCH_MARKER = ".groundkit-scratch"
 _FORMAT = "groundkit-output/1"
 _SCRATCH_NAME = re.compile(r"^\.groundkit-[a-z-]+-(\d+)-[0-9a-f]{8}$")
 # Commands whose output folders hold the same artifacts; --force lets one replace another's.
-_KINDS = {"run": "run", "score-run": "run", "import-beir": "import-beir", "import-squad": "import-squad",
-          "pool": "pool"}
+_KINDS = {"run": "run", "score-run": "run", "score-trec": "score-trec", "import-beir": "import-beir",
+          "import-squad": "import-squad", "pool": "pool"}
 _FIX_OTHER = "choose a new or empty --out folder"
 
 

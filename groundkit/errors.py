@@ -8,11 +8,11 @@ and exits non-zero; tracebacks are shown only with ``--debug``.
     ├── InputError            a file the user wrote is wrong
     │   ├── ParamsError       params.yaml or a --set override
     │   ├── CorpusError       a document in the corpus
-    │   ├── JudgmentsError    judgments.jsonl
+    │   ├── JudgmentsError    judgments.jsonl, or the qrels of score-trec
     │   ├── SpanError         a gold quote that does not resolve exactly once
     │   ├── DatasetError      a dataset being imported (import-beir, import-squad)
     │   ├── ArtifactError     a build artifact is missing, truncated or edited by hand
-    │   ├── RunFileError      an external run file (JSONL) handed to score-run
+    │   ├── RunFileError      an external run file: JSONL for score-run, TREC for score-trec
     │   ├── RetrieverError    a python: retriever that breaks its contract
     │   ├── OutputError       an --out that is an input, or holds files groundkit did not write
     │   ├── CompareError      a side of `groundkit compare` cannot be read, or the sides do not match
@@ -90,7 +90,7 @@ class CorpusError(InputError):
 
 
 class JudgmentsError(InputError):
-    """judgments.jsonl is malformed, out of order, or inconsistent."""
+    """judgments.jsonl is malformed, out of order, or inconsistent; or score-trec's qrels have a bad line."""
 
 
 class SpanError(InputError):
@@ -106,7 +106,8 @@ class ArtifactError(InputError):
 
 
 class RunFileError(InputError):
-    """An external run file has a bad line: JSON, fields, ranks, documents, offsets or text."""
+    """An external run file has a bad line: JSON, fields, ranks, documents, offsets or text (score-run's JSONL), or
+    fields and scores (score-trec's TREC run)."""
 
 
 class RetrieverError(InputError):

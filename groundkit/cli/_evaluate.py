@@ -1,4 +1,4 @@
-"""The evaluation commands: ``run``, ``score-run`` and ``audit``."""
+"""The evaluation commands: ``run``, ``score-run``, ``score-trec`` and ``audit``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from groundkit.cli._common import FORCE_HELP, add_inputs
+from groundkit.cli._common import FORCE_HELP, add_inputs, names
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -38,6 +38,35 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(PREFIX + warning, file=sys.stderr)
     _print_findings(args.out, params)
+    return 0
+
+def _cmd_score_trec(args: argparse.Namespace) -> int:
+    from groundkit.config import load_params
+    from groundkit.errors import InputError, MeasureError
+    from groundkit.scoring.trec.measures import default_measures, parse_measures
+    from groundkit.scoring.trec.result import counts, score_trec, tie_warning
+
+    params = load_params(args.params, args.set)  # read even when --measures is given: a bad file is still refused
+    measures = names(args.measures) or default_measures(params.score.measures)
+    # Named measures headline their deepest cut-offs; the defaults headline score.headline, and set recall.
+    wanted = [] if args.measures else [*params.score.headline, *(m for m in measures if m.startswith("set_recall@"))]
+    try:
+        parse_measures(measures)
+    except MeasureError as exc:
+        raise InputError("--measures", str(exc), fix="name measures such as ndcg@10,recall@10,mrr,set_recall@100"
+                         ) from None
+    scored = score_trec(args.run_file, args.qrels, args.out, measures=measures, headline_names=wanted,
+                        force=args.force)
+    answerable, no_answer = scored.detail["answerable"], scored.detail["no_answer"]
+    shown = ", ".join(f"{name}={answerable[name]:.4f}" for name in scored.measures if name in answerable)
+    print(f"answerable ({answerable['queries']}): {shown}")
+    print(f"no_answer ({no_answer['queries']}): abstained {no_answer['abstained']}")
+    for line in counts(scored.scores):
+        print(line)
+    print(f"artifacts written to {args.out}")
+    warning = tie_warning(scored.scores)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 def _print_findings(out: str, params: Any) -> None:
@@ -116,6 +145,25 @@ def add(commands: Any) -> None:
     score_run.add_argument("--out", required=True, help="output directory for the artifacts")
     score_run.add_argument("--force", action="store_true", help=FORCE_HELP)
     score_run.set_defaults(handler=_cmd_run)
+
+    trec = commands.add_parser(
+        "score-trec", help="score a TREC run against TREC or BEIR qrels, at document level, into --out",
+        description="Score a document-level run as trec_eval reads it (query_id Q0 document_id rank score tag) "
+                    "against TREC qrels (query_id 0 document_id grade) or BEIR qrels (query-id, corpus-id, score, "
+                    "tab-separated): the same result folder as `groundkit run`, for compare and report.",
+    )
+    trec.add_argument("run_file", metavar="RUN", help="the TREC run")
+    trec.add_argument("--qrels", required=True, help="TREC qrels, or a BEIR qrels .tsv (with or without its header)")
+    trec.add_argument("--out", required=True, help="output directory for the results")
+    trec.add_argument("--measures", action="append", default=[], metavar="NAME[,NAME]",
+                      help="measures to report: recall@k (hit rate), mrr, ndcg@k, set_recall@k (default: those of "
+                           "score.measures, and set_recall@100)")
+    trec.add_argument("--params", default=None,
+                      help="params.yaml (for score.measures and score.headline, when --measures is not given)")
+    trec.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                      help="override a parameter, e.g. --set score.headline=[ndcg@10] (repeatable)")
+    trec.add_argument("--force", action="store_true", help=FORCE_HELP)
+    trec.set_defaults(handler=_cmd_score_trec)
 
     audit = commands.add_parser("audit", help="measure whether the corpus can tell retrievers apart")
     add_inputs(audit, params_help="params.yaml (for tokenize and the gate audit.max_trivial_share)",

@@ -34,6 +34,7 @@ from groundkit.reports.stats import (
     wins_ties_losses,
 )
 from groundkit.scoring.measures import MEASURES, Cut, Cutoff
+from groundkit.scoring.schema import document_level
 
 SHORT_HASH = 12
 
@@ -244,6 +245,16 @@ def short_hash(value: str) -> str:
 def check_comparable(baseline: Side, candidate: Side, allow_corpus_change: bool) -> dict[str, str] | None:
     """Refuse runs over other judgments, other queries, or (unless allowed) another corpus."""
     before, after = baseline.metadata, candidate.metadata
+    if document_level(before) != document_level(after):
+        levels = ("a document-level result of `groundkit score-trec`", "a run over a corpus, scored by passage")
+        raise CompareError(
+            candidate.json_path,
+            f"is {levels[not document_level(after)]}, the baseline {levels[not document_level(before)]}: their "
+            "measures count different things (relevant documents against passages overlapping gold quotes) over "
+            "different judgments, so no paired test can compare them",
+            fix="compare score-trec results scored on the same qrels with each other; to set a groundkit run beside "
+                "a TREC run, export it with `groundkit export-beir` and score both with `groundkit score-trec`",
+        )
     if before["judgments_hash"] != after["judgments_hash"]:
         raise CompareError(
             candidate.json_path,

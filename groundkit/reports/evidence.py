@@ -17,6 +17,7 @@ returned as a reason, and the report says it.
 
 from __future__ import annotations
 
+import json
 import math
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,7 @@ from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import GroundkitError
 from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES, PASSAGES_FILE, RUN, written_by
 from groundkit.pipeline.store import Store
+from groundkit.scoring.schema import document_level
 
 BUILD = "build"
 # Where each artifact lies inside a run folder (and a workspace's build/); an older layout kept
@@ -155,6 +157,8 @@ def locate(spec: str, cwd: Path, metrics_dir: str = "metrics") -> Evidence | str
         return read_revision(spec, cwd)
     if (folder / metrics_dir / "per_query.csv").is_file() and not (folder / "per_query.csv").is_file():
         folder = folder / metrics_dir
+    if _document_level(folder):
+        return "it is a document-level result of `groundkit score-trec`, which ranks document ids, not passages"
     candidates = [folder] if (folder / RUN.name).is_file() else [folder.parent / BUILD]
     for candidate in candidates:
         missing = _missing(candidate)
@@ -165,6 +169,14 @@ def locate(spec: str, cwd: Path, metrics_dir: str = "metrics") -> Evidence | str
         except GroundkitError as exc:
             return f"its artifacts cannot be read ({exc})"
     return "no artifacts found"  # pragma: no cover - candidates is never empty
+
+
+def _document_level(folder: Path) -> bool:
+    try:
+        metadata = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False  # read_side has refused it already, or will say what is wrong with it
+    return isinstance(metadata, dict) and document_level(metadata)
 
 
 def mismatch(evidence: Evidence, query_ids: Sequence[str], first_gold_rank: Sequence[float],

@@ -14,9 +14,12 @@ rule groundkit applies to its own chunks). A query the run does not mention
 retrieved nothing: it is scored as an abstention, like groundkit's own.
 
 The whole file is checked before anything is scored; the first bad line stops
-the run with its file and line. Lines are read one at a time, so a bad line
-near the top of a huge file is reported without reading the rest. A file
-without a single passage is refused: it would score every query as a miss.
+the run with its file and line. A file whose every line gives its passage by
+offsets is read and checked in bulk (:func:`_read_offsets`); any other file,
+and any file the bulk reader finds wrong in any way, is read one line at a
+time, which is what names the bad line: a bad line near the top of a huge file
+is reported without reading the rest. A file without a single passage is
+refused: it would score every query as a miss.
 The file is UTF-8 with LF line endings and no byte order mark, like every
 file a user hands groundkit (groundkit/_text.py says why).
 
@@ -28,14 +31,25 @@ TREC run file says so (see groundkit/retrieval/trec.py).
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from groundkit._json import loads_line
+from groundkit._models import assembled
 from groundkit._suggest import near_path_text
-from groundkit._text import utf8_lf_lines
-from groundkit.corpus.passage import Document, Excerpt, NotOnce, Passage, is_corpus_relative, locate_once
+from groundkit._text import decode_utf8_lf, utf8_lf_lines
+from groundkit.corpus.passage import (
+    Document,
+    Excerpt,
+    NotOnce,
+    Passage,
+    content_id,
+    is_corpus_relative,
+    locate_once,
+)
 from groundkit.errors import JSONLineError, RunFileError
 from groundkit.retrieval.kinds import RetrieverKind, Run, Sources
 
@@ -140,6 +154,13 @@ def read_external_run(
         problem = "is a directory, not a run file" if path.is_dir() else \
             f"run file does not exist{near_path_text(path)}"
         raise RunFileError(path, problem, fix="check the path (retrieve.run or score-run's RUN)")
+    bulk = _read_offsets(path, documents, query_ids)
+    return bulk if bulk is not None else _read_line_by_line(path, documents, query_ids)
+
+
+def _read_line_by_line(path: Path, documents: Mapping[str, Document],
+                       query_ids: Sequence[str]) -> dict[str, list[Excerpt]]:
+    """:func:`read_external_run` one line at a time: any run file, the first bad line named."""
     known = set(query_ids)
     by_query: dict[str, dict[int, tuple[int, Excerpt]]] = {}
     for number, line in _lines(path):
@@ -189,6 +210,107 @@ def read_external_run(
                             fix="number each query's passages 1, 2, 3, ... without gaps", key="rank")
         rankings[query_id] = [ranks[rank][1] for rank in ordered]
     return rankings
+
+
+OFFSET_FIELDS = ("query_id", "rank", "document", "start", "end")
+_KEY = re.compile(r'"[ \t]*:')
+FIRST_LINE_BYTES = 1 << 20
+
+
+def _read_offsets(path: Path, documents: Mapping[str, Document],
+                  query_ids: Sequence[str]) -> dict[str, list[Excerpt]] | None:
+    """The run of a file whose every line gives a passage by offsets, read and checked in bulk; else None.
+
+    None for any other file, and for one that breaks any rule of :func:`read_external_run`: the line-by-line
+    reader then reads it and names the first bad line. So the two accept the same files with the same result
+    and refuse the rest with the same messages (tests/retrieval/test_external.py holds them to it). The bulk
+    reader checks columns at once where the line reader checks each line, and builds each distinct passage
+    once, unvalidated (``assembled``), from offsets it has checked.
+    """
+    import numpy as np  # here, not at the top: most stages that import this module never read a run
+    import orjson
+    import pandas as pd
+
+    try:
+        with path.open("rb") as handle:  # a first line of something else: the line reader stops there at once
+            first = handle.readline(FIRST_LINE_BYTES)
+        if not _offsets_line(orjson, first):
+            return None
+        text = decode_utf8_lf(path, path.read_bytes(), error=RunFileError, hashed_as="the run's SHA-256")
+    except (OSError, RunFileError):
+        return None
+    lines = [line for line in text.split("\n") if line.strip()]
+    try:
+        records = [orjson.loads(line) for line in lines]
+        # Every record has exactly these keys, each written once: a key given twice keeps one value in a dict
+        # (the line reader refuses it), so the file must hold no more keys than the records do.
+        columns = {field: [record[field] for record in records] for field in OFFSET_FIELDS}
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    if not records or _keys_written(text) != len(OFFSET_FIELDS) * len(records) or \
+            any(set(map(type, columns[f])) != {t} for f, t in zip(OFFSET_FIELDS, (str, int, str, int, int),
+                                                                 strict=True)):
+        return None
+    queries, names = columns["query_id"], columns["document"]
+    by_name = {name: documents.get(name) for name in set(names)}
+    if not set(queries) <= set(query_ids) or any(
+            document is None or not is_corpus_relative(name) for name, document in by_name.items()):
+        return None
+    try:
+        rank, start, end = (np.array(columns[f], dtype=np.int64) for f in ("rank", "start", "end"))
+    except OverflowError:
+        return None
+    query_codes, _ = pd.factorize(np.array(queries, dtype=object))
+    document_codes, distinct = pd.factorize(np.array(names, dtype=object))
+    lengths = np.array([len(by_name[name].text) for name in distinct], dtype=np.int64)  # type: ignore[union-attr]
+    if not bool(((0 <= start) & (start < end) & (end <= lengths[document_codes])).all()):
+        return None
+    # Each query's ranks, in order, must be 1, 2, 3, ...: none repeated, none missing, none below 1.
+    order = np.lexsort((rank, query_codes))
+    opens = np.concatenate(([True], query_codes[order][1:] != query_codes[order][:-1]))
+    rows = np.arange(len(order))
+    if not bool((rank[order] == rows - np.maximum.accumulate(np.where(opens, rows, 0)) + 1).all()):
+        return None
+    if bool(pd.DataFrame({"q": query_codes, "d": document_codes, "s": start, "e": end}).duplicated().any()):
+        return None  # a query ranks one passage twice
+    # Each distinct passage is built once, then handed to every query that ranks it, in rank order.
+    frame = pd.DataFrame({"d": document_codes, "s": start, "e": end})
+    passage_codes = frame.groupby(["d", "s", "e"], sort=False).ngroup().to_numpy()
+    firsts = np.flatnonzero(np.concatenate(([True], np.diff(np.sort(passage_codes)) != 0)))
+    first_row = np.empty(len(firsts), dtype=np.int64)
+    first_row[passage_codes[::-1]] = np.arange(len(passage_codes))[::-1]  # the first row of each passage
+    made = np.empty(len(first_row), dtype=object)
+    for code, row in enumerate(first_row.tolist()):
+        name, begin, stop = names[row], columns["start"][row], columns["end"][row]
+        text_of = by_name[name].text[begin:stop]  # type: ignore[union-attr]
+        made[code] = assembled(Excerpt, {"document": name, "start": begin, "end": stop, "text": text_of,
+                                         "passage_id": content_id(name, begin, stop, text_of)})
+    ranked = made[passage_codes[order]].tolist()
+    bounds = [*np.flatnonzero(opens).tolist(), len(order)]
+    rankings: dict[str, list[Excerpt]] = {query_id: [] for query_id in query_ids}
+    for at, until in itertools.pairwise(bounds):
+        rankings[queries[order[at]]] = ranked[at:until]
+    return rankings
+
+
+def _keys_written(text: str) -> int:
+    """How many times a key is written in ``text`` (at least: a string holding ``":`` counts as one more).
+
+    Each key ends with a quote, then a colon, perhaps with spaces or tabs between; without such spaces anywhere
+    (json.dumps writes none), counting ``":`` in C is enough, and the pattern is read only otherwise.
+    """
+    if " :" not in text and "\t:" not in text:
+        return text.count('":')
+    return len(_KEY.findall(text))
+
+
+def _offsets_line(orjson: Any, line: bytes) -> bool:
+    """Whether ``line`` is a passage given by offsets, which the bulk reader reads (others go line by line)."""
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(record, dict) and set(record) == set(OFFSET_FIELDS)
 
 
 class RunReader:

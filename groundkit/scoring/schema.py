@@ -24,6 +24,16 @@ PER_QUERY_FIELDS = ("query_id", "query", "category", "retrieved", "gold_chunks",
 """The columns of per_query.csv before the metrics; every column after them is a metric name of the registry."""
 
 
+DOCUMENT_LEVEL = "trec-doc-ids"
+"""The ``corpus_hash`` of a result of ``groundkit score-trec``, which is not a hash: score-trec reads no corpus, only
+a run and qrels that name documents by id. compare refuses to pair such a result with a run over a corpus."""
+
+
+def document_level(metadata: dict[str, Any]) -> bool:
+    """Whether run.json's ``metadata`` is that of a document-level result (``groundkit score-trec``)."""
+    return metadata.get("corpus_hash") == DOCUMENT_LEVEL
+
+
 class ExternalRunFile(Record):
     """The external run file a result scored: its name (never a path, so run.json stays portable) and content."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import resource
 import shutil
 import subprocess
@@ -386,3 +387,118 @@ def test_bad_run_file_stops_dvc_at_retrieve(external_workspace, name):
     assert f"error: {where}" in output and case.what in output and "fix: " in output, output
     assert "Traceback" not in output and "internal error" not in output
     assert {p: p.read_bytes() for p in (repo / "metrics").rglob("*") if p.is_file()} == before
+
+
+# --- the bulk reader of offsets-only runs ------------------------------------------------------------
+
+
+SEPARATORS = ((",", ":"), (", ", ": "), (" , ", " :\t"))
+
+
+def _offsets_run(path: Path, documents: dict, seed: int, *, extra: str = "", spaced: bool = True) -> Path:
+    """A valid offsets-only run over the tiny corpus, lines shuffled, blank lines between, passages repeated."""
+    import random
+
+    rng = random.Random(seed)
+    lines = []
+    for query in QUERIES[:3]:
+        spans = set()
+        while len(spans) < 6:
+            document = rng.choice(sorted(documents))
+            start = rng.randrange(len(documents[document].text) - 1)
+            spans.add((document, start, rng.randint(start + 1, len(documents[document].text))))
+        for rank, (document, start, end) in enumerate(sorted(spans), start=1):
+            separators = SEPARATORS[rank % len(SEPARATORS)] if spaced else SEPARATORS[0]
+            lines.append(json.dumps({"end": end, "query_id": query, "start": start, "rank": rank,
+                                     "document": document}, separators=separators))
+    rng.shuffle(lines)
+    path.write_text("\n \n".join(lines) + "\n" + extra, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_bulk_reader_reads_what_the_line_reader_reads(tiny_corpus, tmp_path, seed):
+    from groundkit.retrieval.external import _read_line_by_line, _read_offsets
+
+    _corpus, documents, _ = _load(tiny_corpus)
+    path = _offsets_run(tmp_path / "run.jsonl", documents, seed)
+    bulk = _read_offsets(path, documents, QUERIES)
+    assert bulk is not None  # the file is read in bulk, not left to the line reader
+    assert bulk == _read_line_by_line(path, documents, QUERIES)
+    assert [[p.passage_id for p in ranking] for ranking in bulk.values()] == \
+        [[content_id(p.document, p.start, p.end, p.text) for p in ranking] for ranking in bulk.values()]
+
+
+BULK_REFUSES = {
+    "a key twice": ('{"query_id": "q1", "query_id": "q1", "rank": 9, "document": "ops/backup.md", "start": 0, '
+                    '"end": 4}', "appears twice"),
+    "a key twice, one spaced": ('{"query_id" : "q1", "query_id":"q1", "rank":7, "document":"ops/backup.md", '
+                                '"start":1, "end":2}', "appears twice"),
+    "rank true": ('{"query_id": "q1", "rank": true, "document": "ops/backup.md", "start": 0, "end": 4}',
+                  "rank must be an integer"),
+    "rank past 64 bits": ('{"query_id": "q1", "rank": 18446744073709551615, "document": "ops/backup.md", '
+                          '"start": 0, "end": 4}', "has rank 18446744073709551615 but no rank"),
+    "start a float": ('{"query_id": "q1", "rank": 9, "document": "ops/backup.md", "start": 0.0, "end": 4}',
+                      "must be integers"),
+    "rank gap": ('{"query_id": "q1", "rank": 9, "document": "ops/backup.md", "start": 0, "end": 4}',
+                 "has rank 9 but no rank 7"),
+    "rank repeated": ('{"query_id": "q1", "rank": 1, "document": "ops/backup.md", "start": 0, "end": 4}',
+                      "twice (first on line"),
+    "same passage": (None, "ranks the same passage twice"),
+    "end past the document": ('{"query_id": "q1", "rank": 7, "document": "ops/backup.md", "start": 0, '
+                              '"end": 100000}', "not a non-empty range"),
+    "unknown document": ('{"query_id": "q1", "rank": 7, "document": "nope.md", "start": 0, "end": 4}',
+                         "is not a file in the corpus"),
+    "escaping path": ('{"query_id": "q1", "rank": 7, "document": "../judgments.jsonl", "start": 0, "end": 4}',
+                      "not a corpus-relative path"),
+    "unknown query": ('{"query_id": "q9", "rank": 1, "document": "ops/backup.md", "start": 0, "end": 4}',
+                      "is not a query of the judgments"),
+    "a field more": ('{"query_id": "q1", "rank": 7, "document": "ops/backup.md", "start": 0, "end": 4, "x": 1}',
+                     "unknown field 'x'"),
+    "two records on one line": ('{"query_id": "q1", "rank": 7, "document": "ops/backup.md", "start": 0, "end": 4}, '
+                                '{"query_id": "q1", "rank": 8, "document": "ops/backup.md", "start": 0, "end": 5}',
+                                "invalid JSON"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BULK_REFUSES))
+def test_the_bulk_reader_leaves_a_bad_offsets_run_to_the_line_reader(tiny_corpus, tmp_path, name):
+    from groundkit.retrieval.external import _read_offsets
+
+    _corpus, documents, _ = _load(tiny_corpus)
+    line, message = BULK_REFUSES[name]
+    good = _offsets_run(tmp_path / "good.jsonl", documents, 0)
+    if line is None:  # the last line's passage again, at the next rank of its query
+        line = json.dumps({**json.loads(good.read_text(encoding="utf-8").rstrip("\n").rsplit("\n", 1)[-1]),
+                           "rank": 7})
+    # Keys written with no space before the colon but in the bad line: counting '":' alone would miss a key twice.
+    path = _offsets_run(tmp_path / "run.jsonl", documents, 0, extra=line + "\n", spaced=False)
+    assert _read_offsets(path, documents, QUERIES) is None
+    number = path.read_text(encoding="utf-8").count("\n")
+    with pytest.raises(RunFileError, match=re.escape(message)) as caught:
+        read_external_run(path, documents, QUERIES)
+    assert caught.value.line == number
+
+
+@pytest.mark.parametrize("name", sorted(RUN_FILE_CASES))
+def test_no_bad_run_file_is_read_in_bulk(tiny_corpus, tmp_path, name):
+    from groundkit.retrieval.external import _read_offsets
+
+    _corpus, documents, _ = _load(tiny_corpus)
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(RUN_FILE_CASES[name].data)
+    assert _read_offsets(path, documents, QUERIES) is None
+
+
+def test_a_key_like_string_sends_a_good_run_to_the_line_reader(tiny_corpus, tmp_path):
+    """A value holding '":' looks like one key more: the bulk reader declines, and the line reader reads it."""
+    from groundkit.retrieval.external import _read_offsets
+
+    corpus, documents, _ = _load(tiny_corpus)
+    (corpus / 'odd":name.md').write_text("An odd file name.\n", encoding="utf-8")
+    documents = {d.path: d for d in load_corpus(corpus)}
+    path = tmp_path / "run.jsonl"
+    path.write_text(json.dumps({"query_id": "q1", "rank": 1, "document": 'odd":name.md', "start": 0, "end": 6}) + "\n",
+                    encoding="utf-8")
+    assert _read_offsets(path, documents, QUERIES) is None
+    assert read_external_run(path, documents, QUERIES)["q1"][0].text == "An odd"

@@ -102,6 +102,17 @@ def _param(dotted: str, value: object) -> Callable[[Path], None]:
     return damage
 
 
+def _measures(measures: list[str]) -> Callable[[Path], None]:
+    """score.measures set to ``measures``, with a headline of ndcg@10 alone (which every case computes)."""
+    set_measures, set_headline = _param("score.measures", measures), _param("score.headline", ["ndcg@10"])
+
+    def damage(root: Path) -> None:
+        set_measures(root)
+        set_headline(root)
+
+    return damage
+
+
 def _params_text(text: str) -> Callable[[Path], None]:
     def damage(root: Path) -> None:
         (root / PARAMS).write_text(text, encoding="utf-8")
@@ -302,9 +313,9 @@ CASES: dict[str, Case] = {
     "params: k1 out of range": Case(_param("bm25.k1", -0.5), "key 'bm25.k1'", "greater than or equal to 0"),
     "params: b out of range": Case(_param("bm25.b", 1.5), "key 'bm25.b'", "less than or equal to 1"),
     "params: no measures": Case(_param("score.measures", []), "key 'score.measures'", "lists no metric"),
-    "params: a measure without a cut-off": Case(_param("score.measures", ["ndcg@10", "ndcg"]),
+    "params: a measure without a cut-off": Case(_measures(["ndcg@10", "ndcg"]),
                                                 "key 'score.measures.1'", "ndcg is written ndcg@k"),
-    "params: a measure groundkit lacks": Case(_param("score.measures", ["ndcg@10", "hitz@10"]),
+    "params: a measure groundkit lacks": Case(_measures(["ndcg@10", "hitz@10"]),
                                               "key 'score.measures.1'", "'hitz@10' is not a metric groundkit reports"),
     "params: headline not computed": Case(_param("score.headline", ["ndcg@4"]), "key 'score'",
                                           "score.measures does not compute"),

@@ -34,8 +34,12 @@ def corpus_by_path(root: str, args: argparse.Namespace | None = None) -> dict[st
     """The documents under ``root`` that the corpus.include and corpus.exclude of ``args``' params select."""
     from groundkit.config import load_params
     from groundkit.corpus.documents import load_corpus
+    from groundkit.scoring.measures import metrics_of
 
-    selection = load_params(args.params, args.set).corpus if args is not None else None
+    params = load_params(args.params, args.set) if args is not None else None
+    if params is not None:
+        metrics_of(params)  # a misspelt measure is refused by every command that reads params.yaml
+    selection = params.corpus if params is not None else None
     include, exclude = (selection.include, selection.exclude) if selection is not None else ((), ())
     return {d.path: d for d in load_corpus(root, include=include, exclude=exclude)}
 

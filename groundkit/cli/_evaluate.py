@@ -43,10 +43,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_score_trec(args: argparse.Namespace) -> int:
     from groundkit.config import load_params
     from groundkit.errors import InputError, MeasureError
+    from groundkit.scoring.measures import metrics_of
     from groundkit.scoring.trec.measures import default_measures, parse_measures
     from groundkit.scoring.trec.result import counts, score_trec, tie_warning
 
     params = load_params(args.params, args.set)  # read even when --measures is given: a bad file is still refused
+    metrics_of(params)
     measures = names(args.measures) or default_measures(params.score.measures)
     # Named measures headline their deepest cut-offs; the defaults headline score.headline, and set recall.
     wanted = [] if args.measures else [*params.score.headline, *(m for m in measures if m.startswith("set_recall@"))]
@@ -90,8 +92,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from groundkit.corpus.documents import load_corpus
     from groundkit.corpus.judgments import load_judgments
     from groundkit.corpus.spans import resolve_judgments
+    from groundkit.scoring.measures import metrics_of
 
     params = load_params(args.params, args.set)
+    metrics_of(params)  # a misspelt measure is refused by every command that reads params.yaml
     if args.out:
         _check_report(args)
     judgments = load_judgments(args.judgments)

@@ -42,7 +42,7 @@ _FORMAT = "groundkit-output/1"
 _SCRATCH_NAME = re.compile(r"^\.groundkit-[a-z-]+-(\d+)-[0-9a-f]{8}$")
 # Commands whose output folders hold the same artifacts; --force lets one replace another's.
 _KINDS = {"run": "run", "score-run": "run", "score-trec": "score-trec", "import-beir": "import-beir",
-          "import-squad": "import-squad", "pool": "pool"}
+          "import-squad": "import-squad", "pool": "pool", "sweep": "sweep"}
 _FIX_OTHER = "choose a new or empty --out folder"
 
 

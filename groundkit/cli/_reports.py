@@ -158,6 +158,33 @@ def _cmd_sweep_plot(args: argparse.Namespace) -> int:
           f"-y {metrics[-1]} --template scatter", file=sys.stderr)
     return 0
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from groundkit._atomic import atomic_write_text
+    from groundkit._lines import csv_text
+    from groundkit._outputs import output_folder
+    from groundkit.reports.compare import parse_options
+    from groundkit.reports.sweep_page import render
+    from groundkit.reports.sweep_view import csv_rows, render_text, sweep_view
+
+    alpha = parse_options(args.alpha, "0", "0")[0]
+    with output_folder(args.out, command="sweep", artifacts=SWEEP_ARTIFACTS, inputs={}, force=args.force) as scratch:
+        view = sweep_view(Path.cwd(), quality=args.quality, budget_measure=args.budget_measure,
+                          params=names(args.param), alpha=alpha, correction=args.correction,
+                          metrics_dir=args.metrics_dir)
+        columns, rows = csv_rows(view)
+        atomic_write_text(scratch / "sweep.csv", csv_text(rows, columns))
+        atomic_write_text(scratch / "sweep.html", render(view))
+    print(render_text(view), end="")
+    for name, reason in view.left_out:
+        print(f"left out: {name}: {reason}", file=sys.stderr)
+    print(f"\nwritten to {args.out}/sweep.html and sweep.csv; draw the CSV with:\n  dvc plots show "
+          f"{args.out}/sweep.csv -x {view.cost} -y {view.quality} --template scatter", file=sys.stderr)
+    return 0
+
+SWEEP_ARTIFACTS = ("sweep.csv", "sweep.html")
+
 def add(commands: Any) -> None:
     """Add this module's subcommands."""
     cmp = commands.add_parser(
@@ -213,6 +240,29 @@ def add(commands: Any) -> None:
                      help="compare runs scored over different corpora (different corpus_hash)")
     rep.add_argument("--metrics-dir", default="metrics", help="where a revision keeps per_query.csv and run.json")
     rep.set_defaults(handler=_cmd_report)
+
+    view = commands.add_parser(
+        "sweep", help="read a sweep: quality against context cost, the Pareto frontier, the best per context budget",
+        description="Reads the current commit and its DVC experiments (as sweep-plot collects them) and prints, "
+        "within 100 columns, each configuration's quality with its 95%% interval against the context it hands a "
+        "reader, the Pareto frontier, and at each budget the best configuration by a size-fair measure, its "
+        "difference from the runner-up and whether it is significant after correction. --out gets sweep.html (the "
+        "chart) and sweep.csv (for dvc plots show).")
+    view.add_argument("--quality", default="ndcg@10",
+                      help="the quality measured at a rank; its cost is chars@k at the same k (default ndcg@10)")
+    view.add_argument("--budget-measure", default="coverage",
+                      help="the size-fair measure that picks the best configuration at each budget the runs "
+                      "computed (default coverage: the share of the gold a window of that many characters holds)")
+    view.add_argument("--param", action="append", default=[], metavar="KEY[,KEY]",
+                      help="params that tell configurations apart, the first ordering each series (default: those "
+                      "that differ between the runs)")
+    view.add_argument("--alpha", default="0.05", help="significance level, between 0 and 1 (default 0.05)")
+    view.add_argument("--correction", default="holm",
+                      help="correction over the budgets answered: holm (default), bh or none")
+    view.add_argument("--out", default="build/sweep", help="folder for sweep.html and sweep.csv (default build/sweep)")
+    view.add_argument("--force", action="store_true", help="replace what an earlier sweep wrote to --out")
+    view.add_argument("--metrics-dir", default="metrics", help="where a revision keeps per_query.csv and run.json")
+    view.set_defaults(handler=_cmd_sweep)
 
     sweep = commands.add_parser(
         "sweep-plot", help="one row per DVC experiment (params against metrics) as CSV for `dvc plots show`")

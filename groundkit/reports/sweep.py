@@ -46,12 +46,14 @@ RunReader = Callable[[str], "dict[str, Any] | str"]
 class Sweep:
     """The rows to tabulate, each revision left out as ``(name, reason)``, and the experiments kept.
 
-    ``experiments`` lists the kept rows that are experiments (not a commit) as ``(name, rev)``.
+    ``experiments`` lists the kept rows that are experiments (not a commit) as ``(name, rev)``; ``revisions``
+    every kept row's.
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     left_out: list[tuple[str, str]] = field(default_factory=list)
     experiments: list[tuple[str, str]] = field(default_factory=list)
+    revisions: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _dig(data: dict[str, Any], dotted: str) -> Any:
@@ -138,6 +140,7 @@ def experiment_rows(shown: list[dict[str, Any]], params: list[str], run_json: Ru
                 continue
             if entry is not commit:
                 sweep.experiments.append((name, rev))
+            sweep.revisions.append((name, rev))
             row: dict[str, Any] = {"experiment": name}
             for p in params:
                 row[p] = _dig(_params(entry), p)

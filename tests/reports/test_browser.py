@@ -181,3 +181,22 @@ def test_dvc_plots_and_the_sweep_chart_draw(page, sweep_clone, tmp_path):
     page.screenshot(SHOTS / "dvc-sweep-chart.png", "#vis", max_height=500)
     _draw(page, shown["Per query"][0]["content"])
     page.screenshot(SHOTS / "dvc-per-query-plot.png", "#vis", max_height=500)
+
+
+def test_the_sweep_page_draws_each_chart_with_its_intervals(page, sweep_clone, tmp_path):
+    run(["groundkit", "sweep", "--out", str(tmp_path / "view")], sweep_clone.repo)
+    sweep = tmp_path / "view" / "sweep.html"
+    page.open(sweep.as_uri())
+    charts = page.evaluate("""[...document.querySelectorAll('svg.chart')].map((svg) => ({
+        title: svg.getAttribute('aria-label'), width: svg.getBoundingClientRect().width,
+        points: svg.querySelectorAll('circle.point').length, intervals: svg.querySelectorAll('line.interval').length,
+        rings: svg.querySelectorAll('circle:not(.point)').length}))""")
+    # nDCG@10 against the context, then coverage at each of the three budgets the runs computed.
+    assert [c["title"] for c in charts] == ["ndcg@10 against chars@10", "coverage@500chars against chars@10",
+                                            "coverage@1000chars against chars@10",
+                                            "coverage@2000chars against chars@10"]
+    # Three configurations (800, 400, 1200 with overlap 100), each with its interval; the frontier ringed once.
+    assert all(c["points"] == 3 and c["intervals"] == 3 and c["width"] > 300 for c in charts), charts
+    assert charts[0]["rings"] >= 2 and all(c["rings"] == 0 for c in charts[1:])
+    assert page.console_errors == [] and page.requests == [sweep.as_uri()]
+    page.screenshot(SHOTS / "sweep-page.png", "body", max_height=1400)

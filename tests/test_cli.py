@@ -129,7 +129,7 @@ CASES = {
     "no_answer leaks": ("judgments.jsonl:4", "shares tokens with the corpus"),
     "bad param": ("key 'chunk'", "must be smaller than size"),
     "unknown param": ("key 'chunk.sise'", "not a known field"),
-    "depth below ks": ("key 'retrieve.depth'", "smaller than the largest k"),
+    "depth below ks": ("key 'retrieve.depth'", "smaller than the deepest k of score.measures"),
 }
 
 

@@ -105,9 +105,19 @@ class _Lazy:
     def embed(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
         return self._opened().embed(encoder, texts)
 
-    def close(self) -> None:
-        if self._stack is not None:
-            self._stack.close()
+    def close(self, error: BaseException | None = None) -> None:
+        """Close the engine if it was opened, handing it ``error`` so that it can say what the error means.
+
+        The Ray engine turns a node lost under a step into an :class:`~groundkit.errors.EngineError`; an exit
+        that hid the error from it would let Ray's own exception reach the user as an internal error.
+        """
+        if self._stack is None:
+            return
+        stack, self._stack = self._stack, None
+        if error is None:
+            stack.close()
+        else:  # an engine never swallows the error: the caller raises it again when this returns
+            stack.__exit__(type(error), error, error.__traceback__)
 
 
 @contextmanager
@@ -116,5 +126,7 @@ def lazy_engine(execution: ExecutionParams) -> Iterator[Engine]:
     engine = _Lazy(execution)
     try:
         yield engine
-    finally:
-        engine.close()
+    except BaseException as error:
+        engine.close(error)
+        raise
+    engine.close()

@@ -202,7 +202,12 @@ class RayEngine:
             elif self._owns_connection:
                 with contextlib.suppress(Exception) if lost or isinstance(error, EngineError) else \
                         contextlib.nullcontext():
-                    _ray().shutdown()
+                    try:
+                        _ray().shutdown()
+                    except Exception as exc:  # the node went while the step ended: lost, like any other time
+                        if error is None and _is_loss(exc):
+                            raise self._lost("disconnecting", exc) from None
+                        raise
             self._owns_connection = False
         finally:
             if lost and error is not None:

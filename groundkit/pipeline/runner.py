@@ -31,7 +31,7 @@ from groundkit.pipeline.stages import (
 )
 from groundkit.pipeline.store import RunStore
 from groundkit.retrieval.kinds import Need
-from groundkit.scoring.cautions import PREFIX, unanswered
+from groundkit.scoring.cautions import PREFIX, unanswered, unreachable
 from groundkit.scoring.measures import metrics_of
 
 __all__ = ["ARTIFACTS", "run"]
@@ -85,7 +85,7 @@ def run(
                     summary = result
                 del result
             del store
-    warnings.append(unanswered(summary))
+    warnings += [unanswered(summary), unreachable(summary, params.score.min_overlap)]
     for warning in filter(None, warnings):
         (warn or _to_stderr)(warning)
     return summary

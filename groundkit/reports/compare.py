@@ -336,8 +336,8 @@ def default_gate(sides: Sequence[Side]) -> tuple[list[str], list[str]]:
         else:
             gate.append(name)
     if not gate:
-        raise CompareError("--metric", f"none of the default gate ({', '.join(DEFAULT_GATE)}) is reported by every "
-                           "run", fix="name metrics both runs report with --metric")
+        notes = [f"no verdict: none of the default gate ({', '.join(DEFAULT_GATE)}) is reported by every run; name "
+                 "the metrics to judge by with --metric"]
     return gate, notes
 
 
@@ -384,7 +384,8 @@ a loss. Size-fair metrics (read at a context budget) are never traded.
 - worse: some fell, and none rose, other than by trade;
 - mixed: some rose and some fell, or every change was a trade (larger chunks gaining nDCG@10 by being
   read whole are at best mixed);
-- no significant change; untested: no gated metric could be tested (fewer than two paired queries).
+- no significant change; untested: no gated metric could be tested (fewer than two paired queries), or
+  none was named.
 """
 
 
@@ -450,7 +451,7 @@ def decide(gated: list[Stat], p_adjusted: list[float | None], alpha: float, max_
         verdict = "better"
     elif traded:
         verdict = "mixed"
-    elif untested and len(untested) == len(gated):
+    elif not gated or len(untested) == len(gated):
         verdict = "untested"
     else:
         verdict = "no significant change"

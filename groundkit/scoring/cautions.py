@@ -27,6 +27,18 @@ def unanswered(detail: Mapping[str, Any]) -> str | None:
             "shares no word with the corpus, or a run file that leaves queries out)")
 
 
+def unreachable(detail: Mapping[str, Any], min_overlap: float) -> str | None:
+    """Answerable queries that no passage is relevant to under ``score.min_overlap``: every rank measure is 0."""
+    answerable = detail.get("answerable", {})
+    queries, none = answerable.get("queries", 0), answerable.get("unreachable", 0)
+    if not none:
+        return None
+    return (f"{none} of {queries} answerable queries have no passage holding {min_overlap:.0%} of a gold quote "
+            f"(score.min_overlap = {min_overlap:g}), so they score 0 on every measure at k: the chunks cut their "
+            "quotes smaller than the rule asks (unreachable in detail.json); lower score.min_overlap, or use larger "
+            "chunks")
+
+
 def few_chunks(chunks: int, *, depth: int, largest_k: int) -> str | None:
     """A corpus cut into so few chunks that a ranking holds most or all of it."""
     if largest_k and chunks <= largest_k:

@@ -103,6 +103,8 @@ class StageResult(Record):
             for name in self.metric_names:
                 block[name] = _mean([q.metrics[name] for q in queries])
         block["false_abstentions"] = sum(1 for q in queries if q.retrieved == 0)
+        # No passage of the chunking is relevant to any gold span (only under score.min_overlap above 0).
+        block["unreachable"] = sum(1 for q in queries if q.gold_chunks == 0)
         return block
 
     @staticmethod

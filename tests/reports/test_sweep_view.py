@@ -99,11 +99,12 @@ def _values(side, metric: str) -> np.ndarray:
 
 
 def test_the_command_prints_within_100_columns_and_writes_the_page_and_the_csv(viewed):
-    _, printed, out = viewed
+    view, printed, out = viewed
     lines = printed.stdout.splitlines()
     assert max(map(len, lines)) <= WIDTH
     assert lines[0].startswith("groundkit sweep: 3 configurations of ")
-    assert any(line.startswith("configuration") and "ndcg@10" in line and "chars@10" in line for line in lines)
+    # The table's header names the params that tell the configurations apart, then the two axes.
+    assert any(line.split()[:4] == ["size", "overlap", "ndcg@10", "95%"] and "chars@10" in line for line in lines)
     assert "coverage@1000chars: " in printed.stdout and "runner-up " in printed.stdout
     assert "dvc plots show" in printed.stderr and "queued-exp: queued, not run yet" in printed.stderr
     csv = (out / "sweep.csv").read_text(encoding="utf-8").splitlines()
@@ -111,7 +112,8 @@ def test_the_command_prints_within_100_columns_and_writes_the_page_and_the_csv(v
                                      "ndcg@10_low", "ndcg@10_high", "chars@10"]
     assert len(csv) == 4 and csv[0].endswith(",series,frontier")
     page = (out / "sweep.html").read_text(encoding="utf-8")
-    assert page.count('class="point"') == 3 and "Pareto frontier" in page and "<script" not in page
+    # One chart of the quality, one per budget answered: three points on each.
+    assert page.count('class="point"') == 3 * (1 + len(view.groups[0].answers)) == 12 and "Pareto frontier" in page and "<script" not in page
 
 
 def test_a_second_sweep_needs_force_and_replaces_only_its_own_files(viewed, sweep_clone):

@@ -185,3 +185,26 @@ def test_a_measure_no_module_registers_is_refused_by_name():
 
     with pytest.raises(MeasureError, match="'hits@1' is not a metric groundkit reports; the measures are chars@k, "):
         score_run([resolved("q1", "factoid", [(6, 10)])], {"q1": [A]}, BY_ID, ["recall@1", "hits@1"], universe=CHUNKS)
+
+
+def test_a_rule_no_chunk_meets_scores_the_query_0_and_counts_it_unreachable():
+    from groundkit.scoring.cautions import unreachable
+    from groundkit.scoring.measures import Relevance
+
+    # "beta gamma" [6, 16) straddles A [0, 10) and B [11, 22): A holds 4 of its 10 characters, B 5.
+    judgments = [resolved("q1", "boundary", [(6, 16)]), resolved("q2", "factoid", [(23, 30)])]
+    metrics = [*rank_metrics([1, 3]), "set_recall@3", "span_recall@3", "coverage@3"]
+    half, _ = score_run(judgments, {"q1": [A, B], "q2": [C]}, BY_ID, metrics, universe=CHUNKS,
+                        relevance=Relevance(0.4))
+    strict, qrels = score_run(judgments, {"q1": [A, B], "q2": [C]}, BY_ID, metrics, universe=CHUNKS,
+                              relevance=Relevance(0.6))
+    assert half.queries[0].metrics["ndcg@3"] == 1.0 and half.summary()["answerable"]["unreachable"] == 0
+    assert qrels["q1"] == {}  # no chunk holds 6 of its characters
+    q1 = strict.queries[0].metrics
+    assert (q1["recall@3"], q1["mrr"], q1["ndcg@3"], q1["set_recall@3"], q1["span_recall@3"]) == (0, 0, 0, 0, 0)
+    assert q1["coverage@3"] == 0.9  # what is read does not depend on the rule: all but the space at 10
+    block = strict.summary()["answerable"]
+    assert block["unreachable"] == 1 and block["ndcg@3"] == 0.5  # q2 is found whole at rank 1
+    warning = unreachable(strict.summary(), 0.6)
+    assert warning.startswith("1 of 2 answerable queries have no passage holding 60% of a gold quote")
+    assert unreachable(half.summary(), 0.4) is None

@@ -220,10 +220,10 @@ def _external_run_file(path: Path, recorded: dict[str, Any], record: Path) -> Ex
 def summary(metrics: dict[str, object], params: Params) -> str:
     """What the stage found: the counts, the headline and every other figure, aligned within 100 columns
     (groundkit/scoring/readout.py), and a warning when the run left answerable queries without a result."""
-    from groundkit.scoring.cautions import PREFIX, unanswered
+    from groundkit.scoring.cautions import PREFIX, unanswered, unreachable
     from groundkit.scoring.readout import WIDTH, readout
 
     # In metrics.json's order, as `dvc metrics show` and `groundkit run` show the headline.
     lines = readout(metrics, sorted(headline(metrics, params.score)), width=WIDTH - 2)
-    warning = unanswered(metrics)
-    return "\n".join(["score:", *(f"  {line}" for line in lines), *([PREFIX + warning] if warning else [])])
+    warnings = [w for w in (unanswered(metrics), unreachable(metrics, params.score.min_overlap)) if w]
+    return "\n".join(["score:", *(f"  {line}" for line in lines), *(PREFIX + w for w in warnings)])

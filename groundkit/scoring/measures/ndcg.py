@@ -33,6 +33,8 @@ def ndcg_at_k(ranking: Sequence[str], gold: Set[str] | Mapping[str, int], k: int
 
 def _ndcg(run: QueryRun, cut: Cut | None) -> float:
     assert cut is not None
+    if not run.gold:
+        return 0.0  # no passage is relevant (score.min_overlap above what any chunk holds): nothing was found
     return ndcg_at_k(run.ranking, run.gold if run.grades is None else run.grades, cut.value)
 
 

@@ -24,6 +24,8 @@ def set_recall_at_k(ranking: Sequence[str], gold: Set[str] | Mapping[str, int], 
 
 def _set_recall(run: QueryRun, cut: Cut | None) -> float:
     assert cut is not None
+    if not run.gold:
+        return 0.0  # no passage is relevant under the run's rule: nothing to find, nothing found
     return set_recall_at_k(run.ranking, run.gold, cut.value)
 
 

@@ -35,6 +35,8 @@ from groundkit.reports.stats import (
 )
 from groundkit.scoring.measures import MEASURES, Cut, Cutoff
 from groundkit.scoring.schema import document_level
+from groundkit.scoring.separability import NAME as SEPARABILITY
+from groundkit.scoring.separability import paired_bootstrap
 
 SHORT_HASH = 12
 
@@ -518,6 +520,7 @@ def compare(
         "queries": len(unanswerable),
         "abstained_baseline": sum(1 for q in unanswerable if baseline.abstained[baseline.position[q]]),
         "abstained_candidate": sum(1 for q in unanswerable if candidate.abstained[candidate.position[q]]),
+        SEPARABILITY: paired_separability(baseline, candidate, answerable, unanswerable),
     }
     result = Comparison(baseline=baseline, candidate=candidate, overall=overall, by_category=by_category,
                         worse=worse, better=better, no_answer=no_answer,
@@ -534,6 +537,24 @@ def compare(
         decision.verdict, decision.regressions, decision.untested, decision.traded)
     result.detectable = detectable(baseline, before_rows, [s.metric for s in gated], alpha)
     return result
+
+def paired_separability(baseline: Side, candidate: Side, answerable: Sequence[str],
+                        unanswerable: Sequence[str]) -> dict[str, Any]:
+    """no_answer.separability of both sides over the same queries, with the paired bootstrap's interval and p-value
+    (groundkit/scoring/separability.py); ``{"note": why}`` where it is not available."""
+    if not unanswerable or not answerable:
+        return {"note": "not available: it needs both answerable and no_answer queries"}
+    sides = []
+    for side in (baseline, candidate):
+        scores = [[side.top_score[side.position[q]] for q in ids] for ids in (answerable, unanswerable)]
+        if any(math.isnan(v) for ids in scores for v in ids):
+            return {"note": f"not available: {side.label}'s per_query.csv holds no top-1 scores (written before "
+                            "groundkit recorded them, or by score-trec); re-run its score stage"}
+        sides.append((scores[0], scores[1]))
+    paired = paired_bootstrap(sides[0], sides[1])
+    assert paired is not None  # both kinds of query are there
+    return paired.as_dict()
+
 
 def count_text(queries: int) -> str:
     return f"{queries} answerable {'query' if queries == 1 else 'queries'}"

@@ -20,10 +20,12 @@ from groundkit.reports.compare_text import (
     counts_text,
     effect_text,
     number_text,
+    separability_text,
     signed_text,
     verdict_reason,
 )
 from groundkit.reports.stats import RESAMPLES, SEED
+from groundkit.scoring.separability import NAME as SEPARABILITY
 
 WIDTH = 100
 """The widest line of the text."""
@@ -137,6 +139,7 @@ def render_text(result: Comparison, *, top: int = 10) -> str:
     na = result.no_answer
     lines += ["", f"No-answer queries that abstained: {na['abstained_baseline']}/{na['queries']} -> "
                   f"{na['abstained_candidate']}/{na['queries']}."]
+    lines += _wrap(separability_text(na[SEPARABILITY], "->"))
     for title, moved in (("got worse", result.worse), ("got better", result.better)):
         shown = min(len(moved), top)
         lines += ["", f"Queries that {title}: {len(moved)}" + (f" (the first {shown}; --top N for more)"

@@ -7,6 +7,7 @@ from typing import Any
 from groundkit.reports.compare import ALL, Comparison, Detectable, Stat, short_hash
 from groundkit.reports.stats import POWER, RESAMPLES, SEED
 from groundkit.scoring.measures import MEASURES
+from groundkit.scoring.separability import NAME as SEPARABILITY
 
 
 def number_text(value: float | None, metric: str) -> str:
@@ -19,6 +20,16 @@ def signed_text(value: float | None, metric: str) -> str:
     if value is None:
         return "n/a"
     return f"{value:+.{MEASURES.parse(metric).measure.decimals}f}"
+
+
+def separability_text(figure: dict[str, Any], arrow: str = "→") -> str:
+    """The sentence compare prints about no_answer.separability (from ``Comparison.no_answer``)."""
+    if "note" in figure:
+        return f"No-answer separability (top-1 score, answerable above no-answer): {figure['note']}."
+    low, high = figure["ci95"]
+    return (f"No-answer separability (AUC of the top-1 score, answerable above no-answer; no threshold): "
+            f"{figure['baseline']:.4f} {arrow} {figure['candidate']:.4f}, {figure['delta']:+.4f} "
+            f"[{low:+.4f}, {high:+.4f}], p {figure['p_value']:.4f} (paired bootstrap over the queries; not gated).")
 
 
 def effect_text(stat: Stat) -> str:
@@ -156,7 +167,7 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
             lines.append(f"| {category} | {s.queries} " + _row(s, _significant(s, result.alpha)))
     na = result.no_answer
     lines += ["", f"No-answer queries abstained (returned nothing): {na['abstained_baseline']}/{na['queries']} → "
-              f"{na['abstained_candidate']}/{na['queries']}.", ""]
+              f"{na['abstained_candidate']}/{na['queries']}. {separability_text(na[SEPARABILITY])}", ""]
     for title, rows in (("got worse", result.worse), ("got better", result.better)):
         lines.append(f"### Queries that {title}: {len(rows)}")
         if rows:

@@ -31,7 +31,8 @@ from groundkit import __version__
 from groundkit.errors import CompareError
 from groundkit.reports._page import POLICY, SCRIPT, STYLE
 from groundkit.reports.charts import BASE_COLOUR, RUN_COLOUR, bar_chart, escape_html, line_chart
-from groundkit.reports.compare import Comparison, compare
+from groundkit.reports.compare import ALL, Comparison, answerable_ids, compare, default_gate, detectable, rows_of
+from groundkit.reports.compare_text import verdict_reason
 from groundkit.reports.page_data import (
     TOP_K,
     Input,
@@ -43,7 +44,11 @@ from groundkit.reports.page_data import (
     read_input,
     stat_rows,
 )
+from groundkit.reports.sides import NO_ANSWER, Side
+from groundkit.reports.stats import POWER
 from groundkit.scoring.measures import MEASURES
+from groundkit.scoring.separability import NAME as SEPARABILITY
+from groundkit.scoring.separability import separability
 
 MARKER = '<meta name="generator" content="groundkit report">'
 """In every page this module writes: ``--force`` replaces only a file that holds it."""
@@ -113,6 +118,91 @@ def _cards(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alph
     return f'<div class="cards">{"".join(cards)}</div>'
 
 
+VERDICT_CLASSES = {"better": "better", "worse": "worse", "mixed": "mixed"}
+
+
+def _verdict(comparison: Comparison | None, side: Side, gate: list[str] | None, alpha: float) -> str:
+    """The header's verdict (against the baseline, as ``compare`` gives it) and what the judgments can detect."""
+    if comparison is not None:
+        stats = {s.metric: s for s in comparison.overall}
+        judged = ", ".join(comparison.gate) or "nothing (no gated metric)"
+        reason = verdict_reason(comparison.gate, stats, comparison.p_adjusted, alpha, comparison.traded,
+                                comparison.costs)
+        cls = VERDICT_CLASSES.get(comparison.verdict, "neutral")
+        verdict = (f'<p class="verdict {cls}" id="verdict">Verdict: <strong>{escape_html(comparison.verdict)}'
+                   f"</strong>: {escape_html(reason)}.</p><p class=\"method\">Judged by {escape_html(judged)}, "
+                   f"p {escape_html(comparison.correction)}-corrected over them, alpha {alpha}; as "
+                   "<code>groundkit compare</code> decides it (<code>--metric</code> and <code>--alpha</code> "
+                   "choose).</p>")
+        verdict += "".join(f'<p class="note">{escape_html(n)}</p>' for n in comparison.gate_notes)
+        rows = comparison.detectable
+    else:
+        verdict = ('<p class="verdict neutral" id="verdict">No verdict: this page has no baseline '
+                   "(<code>groundkit report RUN --baseline BASE</code> gives one).</p>")
+        metrics = [m for m in (gate if gate else default_gate([side])[0]) if m in side.metric_names]
+        rows = detectable(side, rows_of(side, answerable_ids(side)), metrics, alpha)
+    overall = [d for d in rows if d.category == ALL]
+    found = [f"{_number(d.mde, d.metric)} in {escape_html(d.metric)}" for d in overall if d.mde is not None]
+    if found:
+        n = overall[0].queries
+        mde = (f"What these judgments can detect: with {n} answerable queries, a true change of about "
+               f"{', '.join(found)} ({POWER:.0%} power, alpha {alpha}, from the "
+               f"{'baseline' if comparison is not None else 'run'}'s per-query spread); a smaller one is likely "
+               "missed.")
+    else:
+        mde = "What these judgments can detect: " + "; ".join(
+            escape_html(f"{d.metric}: nothing ({d.note})") for d in overall) if overall else ""
+    return verdict + (f'<p class="mde" id="mde">{mde}</p>' if mde else "")
+
+
+def _top_scores(side: Side) -> tuple[list[float], list[float]] | None:
+    """The top-1 scores of ``side``'s answerable and no_answer queries; None when unknown or a kind is missing."""
+    positive = [s for s, c in zip(side.top_score, side.categories, strict=True) if c != NO_ANSWER]
+    negative = [s for s, c in zip(side.top_score, side.categories, strict=True) if c == NO_ANSWER]
+    if not positive or not negative or any(s != s for s in positive + negative):  # NaN: not recorded
+        return None
+    return positive, negative
+
+
+def _separability(run: Side, comparison: Comparison | None) -> str:
+    """A sentence on no_answer.separability, and a chart of the two distributions of the top-1 score."""
+    scores = _top_scores(run)
+    if scores is None:
+        if NO_ANSWER not in run.categories:
+            return ""
+        return ('<p class="meta" id="separability">No-answer separability: not available (the run\'s '
+                "per_query.csv holds no top-1 scores).</p>")
+    value = separability(*scores)
+    text = (f"No-answer separability: <strong>{value:.4f}</strong>, the chance that an answerable query's top-1 "
+            "score is above a no-answer query's (ties half, nothing retrieved lowest; 0.5 says the score tells "
+            "nothing, 1 that some threshold would separate them)")
+    figure = comparison.no_answer.get(SEPARABILITY, {}) if comparison is not None else {}
+    if "delta" in figure:
+        text += (f"; baseline {figure['baseline']:.4f}, {figure['delta']:+.4f} [{figure['ci95'][0]:+.4f}, "
+                 f"{figure['ci95'][1]:+.4f}], p {figure['p_value']:.4f} by paired bootstrap")
+    elif "note" in figure:
+        text += f"; against the baseline {escape_html(figure['note'])}"
+    finite = [s for s in scores[0] + scores[1] if s != float("-inf")]
+    bins = 10
+    low, high = (min(finite), max(finite)) if finite else (0.0, 0.0)
+    step = (high - low) / bins or 1.0
+    groups: dict[str, dict[str, float]] = {}
+    labels = ["nothing retrieved"] + [f"{low + i * step:.3g} to {low + (i + 1) * step:.3g}" for i in range(bins)]
+    for key, values in (("answerable", scores[0]), ("no_answer", scores[1])):
+        counts = [0] * (bins + 1)
+        for v in values:
+            counts[0 if v == float("-inf") else 1 + min(int((v - low) / step), bins - 1)] += 1
+        for label, count in zip(labels, counts, strict=True):
+            groups.setdefault(label, {})[key] = count / len(values)
+    groups = {label: shares for label, shares in groups.items() if any(shares.values())}
+    chart = bar_chart("Top-1 score: answerable against no-answer queries", groups,
+                      [("answerable queries", RUN_COLOUR, "answerable"), ("no-answer queries", BASE_COLOUR,
+                                                                          "no_answer")])
+    return (f'<p class="meta" id="separability">{text}.</p><figure>{chart}<figcaption>Share of each kind of query '
+            "whose first result scored in each range: the further apart, the better the score tells them apart."
+            "</figcaption></figure>")
+
+
 def _json_for_script(data: Any) -> str:
     """JSON that cannot end the ``<script>`` element holding it: <, > and & are written as \\u escapes."""
     # json, not orjson (six times faster on the same bytes): orjson writes a NaN or an infinity as null, where
@@ -129,7 +219,7 @@ _SCRIPT_UNSAFE = re.compile("[&<>\u2028\u2029]")
 
 
 def render(run: Input, base: Input | None = None, comparison: Comparison | None = None, *,
-           top_k: int = TOP_K, alpha: float = 0.05) -> str:
+           top_k: int = TOP_K, alpha: float = 0.05, gate: list[str] | None = None) -> str:
     """The whole page as text."""
     side = run.side
     data = page_data(run, base, comparison, top_k=top_k)
@@ -168,7 +258,8 @@ def render(run: Input, base: Input | None = None, comparison: Comparison | None 
                               y_label="hit rate within the budget") if any(s[2] for s in series_budget) else \
         '<p class="empty">No budget curve: plots/budget.csv was not found beside per_query.csv.</p>'
     shown_facts = " · ".join(escape_html(f) for f in facts)
-    body = f"""<header><h1>{escape_html(title)}</h1><p class="facts">{shown_facts}</p>{notes}</header>
+    body = f"""<header><h1>{escape_html(title)}</h1><p class="facts">{shown_facts}</p>
+{_verdict(comparison, side, gate, alpha)}{notes}</header>
 <section id="headline"><h2>Headline</h2>{_cards(rows, headline, has_base, alpha)}<p class="method">{method}</p>
 <details><summary>All metrics</summary>{_metrics_table(rows, headline, has_base, alpha)}</details></section>
 <section id="charts"><h2>Where the gold is found</h2><div class="charts">
@@ -176,7 +267,7 @@ def render(run: Input, base: Input | None = None, comparison: Comparison | None 
 <figcaption>Share of answerable queries with a gold passage in the top k.</figcaption></figure>
 <figure>{budget_chart}<figcaption>Share with gold within the first N characters of the ranking.</figcaption></figure>
 <figure>{bar_chart("Per category", groups, bar_series)}<figcaption>Mean per category.</figcaption></figure>
-</div></section>
+</div>{_separability(side, comparison)}</section>
 <section id="queries"><h2>Queries</h2>
 <div class="filters"><label>category <select id="f-category"><option value="">all</option></select></label>
 <label>show <select id="f-status"><option value="">all</option><option value="up">moved up</option>
@@ -214,7 +305,7 @@ def report(run_spec: str, baseline_spec: str | None, *, cwd: Path, metrics_dir: 
         raise CompareError("--top-k", f"must be 1 or more, got {top_k}", fix="give how many passages to show, e.g. 10")
     run = read_input(run_spec, cwd, metrics_dir)
     if baseline_spec is None:
-        return render(run, top_k=top_k, alpha=alpha)
+        return render(run, top_k=top_k, alpha=alpha, gate=gate)
     base = read_input(baseline_spec, cwd, metrics_dir)
     comparison = compare(base.side, run.side, gate=gate, alpha=alpha, allow_corpus_change=allow_corpus_change)
-    return render(run, base, comparison, top_k=top_k, alpha=alpha)
+    return render(run, base, comparison, top_k=top_k, alpha=alpha, gate=gate)

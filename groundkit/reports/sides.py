@@ -37,6 +37,7 @@ class Side:
     queries: list[str]
     first_gold_rank: list[float]
     abstained: list[bool]
+    top_score: list[float]
     values: np.ndarray
     csv_path: str
     json_path: str

@@ -16,12 +16,19 @@ from groundkit._models import Record
 from groundkit.corpus.judgments import Category
 from groundkit.errors import ArtifactError, InputError, MeasureError
 from groundkit.scoring.measures import MEASURES
+from groundkit.scoring.separability import NAME as SEPARABILITY
+from groundkit.scoring.separability import separability
 
 if TYPE_CHECKING:
     import numpy as np
 
-PER_QUERY_FIELDS = ("query_id", "query", "category", "retrieved", "gold_chunks", "first_gold_rank", "abstained")
-"""The columns of per_query.csv before the metrics; every column after them is a metric name of the registry."""
+PER_QUERY_FIELDS = ("query_id", "query", "category", "retrieved", "gold_chunks", "first_gold_rank", "abstained",
+                    "top_score")
+"""The columns of per_query.csv before the metrics; every column after them is a metric name of the registry.
+
+``top_score`` is the score of the query's first result, exactly (the shortest text that reads back as the same
+float), empty when it retrieved nothing or its run carried no scores: no_answer.separability is computed from it,
+by the score stage and again by compare."""
 
 
 DOCUMENT_LEVEL = "trec-doc-ids"
@@ -71,10 +78,20 @@ class QueryResult(Record):
     gold_chunks: int
     first_gold_rank: int | None
     metrics: dict[str, float]
+    top_score: float | None = None
+    """The score of the first result; None when nothing was retrieved or the run carried no scores."""
 
     @property
     def answerable(self) -> bool:
         return self.category is not Category.NO_ANSWER
+
+    @property
+    def ranked_by(self) -> float | None:
+        """The top-1 score separability ranks this query by: minus infinity when nothing was retrieved, None
+        when the run retrieved something but carried no score."""
+        if self.retrieved == 0:
+            return -math.inf
+        return self.top_score
 
 
 def _mean(values: list[float]) -> float:
@@ -108,11 +125,17 @@ class StageResult(Record):
         return block
 
     @staticmethod
-    def _no_answer_block(queries: list[QueryResult]) -> dict[str, Any]:
+    def _no_answer_block(queries: list[QueryResult], answerable: list[QueryResult]) -> dict[str, Any]:
         abstained = sum(1 for q in queries if q.retrieved == 0)
         block: dict[str, Any] = {"queries": len(queries), "abstained": abstained}
         if queries:
             block["abstention_rate"] = abstained / len(queries)
+        # Left out (not available) without queries of both kinds, or when the run carried no scores.
+        positives, negatives = [q.ranked_by for q in answerable], [q.ranked_by for q in queries]
+        if None not in positives and None not in negatives:
+            value = separability(positives, negatives)  # type: ignore[arg-type]  # None was ruled out above
+            if value is not None:
+                block[SEPARABILITY] = value
         return block
 
     def summary(self) -> dict[str, Any]:
@@ -126,12 +149,12 @@ class StageResult(Record):
                 continue
             members = [q for q in self.queries if q.category is category]
             if category is Category.NO_ANSWER:
-                by_category[category.value] = self._no_answer_block(members)
+                by_category[category.value] = self._no_answer_block(members, answerable)
             else:
                 by_category[category.value] = self._answerable_block(members)
         return {
             "answerable": self._answerable_block(answerable),
-            "no_answer": self._no_answer_block(no_answer),
+            "no_answer": self._no_answer_block(no_answer, answerable),
             "by_category": by_category,
         }
 
@@ -144,8 +167,9 @@ class StageResult(Record):
         for q in self.queries:
             abstained = "" if q.answerable else int(q.retrieved == 0)
             metrics = [f"{q.metrics[name]:.6f}" if q.answerable else "" for name in names]
+            top = "" if q.top_score is None or q.retrieved == 0 else repr(float(q.top_score))
             writer.writerow([q.query_id, q.query, q.category.value, q.retrieved, q.gold_chunks,
-                             q.first_gold_rank or "", abstained, *metrics])
+                             q.first_gold_rank or "", abstained, top, *metrics])
         return out.getvalue()
 
 
@@ -155,7 +179,8 @@ class PerQuery:
 
     ``values`` holds one row per query and one column per metric (``metric_names``); rows of no_answer
     queries are NaN, every other cell was checked to be a finite number. ``first_gold_rank`` is infinite
-    where no gold was found.
+    where no gold was found. ``top_score`` is the first result's score, minus infinity where nothing was
+    retrieved, NaN where it is unknown (a file without the column, or a run without scores).
     """
 
     metric_names: list[str]
@@ -165,6 +190,7 @@ class PerQuery:
     queries: list[str]
     first_gold_rank: list[float]
     abstained: list[bool]
+    top_score: list[float]
     values: np.ndarray
 
 
@@ -227,10 +253,11 @@ def read_per_query(text: str, where: str, error: type[InputError] = ArtifactErro
     columns, metric_names = _metric_columns(header, where, error)
     qid, cat, rank_col = columns["query_id"], columns["category"], columns["first_gold_rank"]
     query_col, abstained_col = columns.get("query"), columns.get("abstained")
+    top_col, retrieved_col = columns.get("top_score"), columns.get("retrieved")
     metric_cols = [columns[m] for m in metric_names]
     position: dict[str, int] = {}
     lines: list[int] = []
-    categories, queries, ranks, abstained = [], [], [], []
+    categories, queries, ranks, abstained, tops = [], [], [], [], []
     values = array("d")  # row after row; rows are streamed so a large file is never held as strings twice
     missing = [math.nan] * len(metric_names)
     for i, (line, row) in enumerate(rows):
@@ -253,6 +280,7 @@ def read_per_query(text: str, where: str, error: type[InputError] = ArtifactErro
                                "not a rank (a whole number from 1) or empty", line=line,
                                fix="re-run the score stage; do not edit per_query.csv")
         ranks.append(float(rank) if rank else math.inf)
+        tops.append(_top_score(row, top_col, retrieved_col, query_id, where, line, error))
         if row[cat] == Category.NO_ANSWER.value:
             values.extend(missing)
             continue
@@ -273,4 +301,23 @@ def read_per_query(text: str, where: str, error: type[InputError] = ArtifactErro
 
     matrix = (np.frombuffer(values, dtype=np.float64) if values else np.empty(0)).reshape(len(lines), len(metric_names))
     return PerQuery(metric_names=metric_names, position=position, lines=lines, categories=categories,
-                    queries=queries, first_gold_rank=ranks, abstained=abstained, values=matrix)
+                    queries=queries, first_gold_rank=ranks, abstained=abstained, top_score=tops, values=matrix)
+
+
+def _top_score(row: list[str], top_col: int | None, retrieved_col: int | None, query_id: str, where: str, line: int,
+               error: type[InputError]) -> float:
+    """One row's top_score, as :class:`PerQuery` holds it; a cell that is not a finite number is refused."""
+    retrieved = row[retrieved_col] if retrieved_col is not None else ""
+    if retrieved == "0":
+        return -math.inf
+    cell = row[top_col] if top_col is not None else ""
+    if not cell:
+        return math.nan
+    try:
+        value = float(cell)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise error(where, f"column 'top_score' of query {query_id!r} holds {cell!r}, not a finite number",
+                    line=line, fix="re-run the score stage; do not edit per_query.csv")
+    return value

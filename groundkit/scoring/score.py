@@ -25,6 +25,7 @@ def score_run(
     *,
     universe: Sequence[Excerpt] | None,
     relevance: Relevance = ANY_OVERLAP,
+    top_scores: Mapping[str, float] | None = None,
 ) -> tuple[StageResult, dict[str, dict[str, int]]]:
     """Score a run: every judgment's ranked passage ids, best first; ``passages`` maps each id to its passage.
 
@@ -53,6 +54,9 @@ def score_run(
     Hit rate, MRR and the cost measures do not read the ideal ranking: the same
     passages score the same either way.
 
+    ``top_scores`` holds each query's first result's score, from which the summary computes
+    no_answer.separability (groundkit/scoring/separability.py); without it that figure is not available.
+
     Returns the result and the graded qrels (answerable queries only).
     """
     metrics = [MEASURES.parse(m) if isinstance(m, str) else m for m in metrics]
@@ -64,8 +68,9 @@ def score_run(
     qrels: dict[str, dict[str, int]] = {}
     for judgment in resolved:
         ranking = rankings.get(judgment.query_id, ())
+        top = top_scores.get(judgment.query_id) if top_scores is not None and ranking else None
         if judgment.category is Category.NO_ANSWER:
-            results.append(_no_answer_result(judgment, len(ranking)))
+            results.append(_no_answer_result(judgment, len(ranking), top))
             continue
         if locator is not None:
             gold = _graded(judgment.spans, locator, relevance)
@@ -73,7 +78,7 @@ def score_run(
             gold = _unknown_universe_qrels(judgment, [passages[passage_id] for passage_id in ranking], relevance)
         qrels[judgment.query_id] = gold
         head = reach.head(ranking, passages)
-        results.append(_query_result(judgment, ranking, gold, head, metrics, relevance))
+        results.append(_query_result(judgment, ranking, gold, head, metrics, relevance, top))
     return StageResult(measures=[m.name for m in metrics], queries=results), qrels
 
 
@@ -129,9 +134,9 @@ def _unknown_universe_qrels(judgment: ResolvedJudgment, retrieved: Sequence[Exce
     return gold | {unretrieved_gold_id(s): s.grade for s in missed + covered[:extra]}
 
 
-def _no_answer_result(judgment: ResolvedJudgment, retrieved: int) -> QueryResult:
+def _no_answer_result(judgment: ResolvedJudgment, retrieved: int, top_score: float | None) -> QueryResult:
     return QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
-                       retrieved=retrieved, gold_chunks=0, first_gold_rank=None, metrics={})
+                       retrieved=retrieved, gold_chunks=0, first_gold_rank=None, metrics={}, top_score=top_score)
 
 
 def _query_result(
@@ -141,13 +146,14 @@ def _query_result(
     passages: Sequence[Passage],
     metrics: Sequence[Metric],
     relevance: Relevance,
+    top_score: float | None,
 ) -> QueryResult:
     """Every metric of one answerable query: ``passages`` are those of (at least) the head of ``ranking``."""
     run = QueryRun(ranking=ranking, gold=gold.keys(), passages=passages, spans=judgment.spans, grades=gold,
                    relevance=relevance)
     return QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
                        retrieved=len(ranking), gold_chunks=len(gold),
-                       first_gold_rank=first_gold_rank(ranking, gold), metrics=score(metrics, run))
+                       first_gold_rank=first_gold_rank(ranking, gold), metrics=score(metrics, run), top_score=top_score)
 
 
 CURVE_EVERY_K = 100

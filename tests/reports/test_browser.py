@@ -70,10 +70,15 @@ def test_workspace_report_renders_offline_without_errors(page, sweep_clone):
     assert report.is_file()  # `dvc repro` left it beside metrics.json
     page.open(report.as_uri())
     charts = _drawn(page)
-    assert [c["title"] for c in charts] == ["Hit rate against k", "Hit rate against context budget", "Per category"]
+    assert [c["title"] for c in charts] == ["Hit rate against k", "Hit rate against context budget", "Per category",
+                                            "Top-1 score: answerable against no-answer queries"]
     assert all(c["width"] > 100 and c["height"] > 100 and c["marks"] > 0 for c in charts), charts
     # Four answerable categories, two bars each (nDCG@10 and hit rate at 10).
     assert charts[2]["marks"] == 8
+    # BM25 returns nothing for every no-answer query here: one bar for them, at "nothing retrieved", and a
+    # separability of 1 (every answerable query scored above minus infinity).
+    assert "No-answer separability: 1.0000" in page.evaluate("document.querySelector('#separability').innerText")
+    assert "No verdict" in page.evaluate("document.querySelector('#verdict').innerText")
     assert page.evaluate("document.querySelectorAll('#query-table tr.q').length") == 162
     assert page.console_errors == [] and page.requests == [report.as_uri()]
     page.screenshot(SHOTS / "report-workspace-top.png", "body", max_height=1500)
@@ -97,6 +102,37 @@ def test_opening_a_query_shows_its_highlighted_quote_and_both_rankings(page, swe
     assert page.console_errors == [] and page.requests == [comparison.as_uri()]
     page.screenshot(SHOTS / "report-compare-top.png", "body", max_height=1300)
     page.screenshot(SHOTS / "report-compare-q073.png", "tr.detail", max_height=1200)
+
+
+def test_the_header_gives_the_verdict_and_what_the_judgments_can_detect(page, sweep_clone, comparison):
+    from groundkit.reports.compare import ALL, compare
+    from groundkit.reports.sides import read_side
+
+    expected = compare(read_side("HEAD", cwd=sweep_clone.repo), read_side("s400", cwd=sweep_clone.repo))
+    page.open(comparison.as_uri())
+    verdict = page.evaluate("document.querySelector('header #verdict').innerText")
+    assert verdict.startswith(f"Verdict: {expected.verdict}:") and expected.verdict == "mixed"
+    mde = page.evaluate("document.querySelector('header #mde').innerText")
+    for d in (d for d in expected.detectable if d.category == ALL):
+        assert f"{d.mde:.4f} in {d.metric}" in mde
+    # Both in the first screen a reviewer sees, above the fold of a 900-pixel window.
+    tops = page.evaluate("['#verdict', '#mde'].map((s) => document.querySelector(s).getBoundingClientRect().bottom)")
+    assert all(0 < top < 900 for top in tops), tops
+    page.screenshot(SHOTS / "report-verdict-header.png", "header", max_height=600)
+
+
+def test_report_metric_and_alpha_choose_the_verdict(sweep_clone, tmp_path):
+    out = tmp_path / "recall.html"
+    cwd = Path.cwd()
+    os.chdir(sweep_clone.repo)
+    try:
+        assert main(["report", "s400", "--baseline", "HEAD", "--metric", "mrr", "--alpha", "0.01",
+                     "--out", str(out)]) == 0
+    finally:
+        os.chdir(cwd)
+    page = out.read_text(encoding="utf-8")
+    assert "Judged by mrr, p holm-corrected over them, alpha 0.01" in page
+    assert "in mrr" in page and "in ndcg@10" not in page.split('id="mde"')[1].split("</p>")[0]
 
 
 def _moved_down(repo: Path) -> list[str]:

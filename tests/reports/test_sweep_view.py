@@ -113,7 +113,8 @@ def test_the_command_prints_within_100_columns_and_writes_the_page_and_the_csv(v
     assert len(csv) == 4 and csv[0].endswith(",series,frontier")
     page = (out / "sweep.html").read_text(encoding="utf-8")
     # One chart of the quality, one per budget answered: three points on each.
-    assert page.count('class="point"') == 3 * (1 + len(view.groups[0].answers)) == 12 and "Pareto frontier" in page and "<script" not in page
+    assert page.count('class="point"') == 3 * (1 + len(view.groups[0].answers)) == 12
+    assert "Pareto frontier" in page and "<script" not in page
 
 
 def test_a_second_sweep_needs_force_and_replaces_only_its_own_files(viewed, sweep_clone):

@@ -29,8 +29,8 @@ def shown_figures(lines: list[str]) -> dict[str, str]:
 def test_the_committed_results_read_in_aligned_lines():
     lines = readout(COMMITTED, HEADLINE)
     assert lines == [
-        "answerable   queries 144  false_abstentions  0",
-        "no_answer    queries  18  abstained         18  abstention_rate 1.0000",
+        "answerable   queries 144  false_abstentions  0  unreachable          0",
+        "no_answer    queries  18  abstained         18  abstention_rate 1.0000  separability 1.0000",
         "headline     coverage@1000chars 0.3150  mrr 0.5114  ndcg@10 0.5221  recall@10 0.7847",
         "chars        @1         778.9514  @3         2353.6458  @5         3906.1111  @10       7774.2153",
         "coverage     @1           0.2724  @3            0.5010  @5            0.5942  @10          0.7159",

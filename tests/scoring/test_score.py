@@ -114,9 +114,11 @@ def test_per_query_csv_has_one_row_per_query():
     judgments = [resolved("q1", "factoid", [(6, 10)]), resolved("q4", "no_answer", [])]
     result, _ = score_rankings(judgments, {"q1": [A], "q4": []}, [1])
     assert result.per_query_csv().splitlines() == [
-        "query_id,query,category,retrieved,gold_chunks,first_gold_rank,abstained,recall@1,mrr,ndcg@1,chars@1",
-        "q1,q1,factoid,1,1,1,,1.000000,1.000000,1.000000,10.000000",
-        "q4,q4,no_answer,0,0,,1,,,,",
+        "query_id,query,category,retrieved,gold_chunks,first_gold_rank,abstained,top_score,recall@1,mrr,ndcg@1,"
+        "chars@1",
+        # No scores were handed to score_run: top_score is empty (tests/scoring/test_separability.py has them).
+        "q1,q1,factoid,1,1,1,,,1.000000,1.000000,1.000000,10.000000",
+        "q4,q4,no_answer,0,0,,1,,,,,",
     ]
 
 

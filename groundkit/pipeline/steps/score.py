@@ -113,7 +113,8 @@ def run(
     ranked = {q: list(map(itemgetter(0), r)) for q, r in rankings.items()}
     metrics = metrics_of(params)
     relevance = Relevance(params.score.min_overlap)
-    result, qrels = score_run(judgments, ranked, by_id, metrics, universe=universe, relevance=relevance)
+    result, qrels = score_run(judgments, ranked, by_id, metrics, universe=universe, relevance=relevance,
+                              top_scores={q: r[0][1] for q, r in rankings.items() if r})
     summary = result.summary()
     bars = _bars(metrics)
     categories = [{"category": name, **{m: block[m] for m in bars}}

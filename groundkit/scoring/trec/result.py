@@ -157,10 +157,10 @@ def per_query_csv(scores: Scores, names: Sequence[str]) -> str:
     retrieved, relevant, first = (a.tolist() for a in (scores.retrieved, scores.relevant, scores.first_relevant))
     for i, query_id in enumerate(scores.query_ids):
         if answerable[i]:
-            writer.writerow([query_id, "", ANSWERABLE.value, retrieved[i], relevant[i], first[i] or "", "",
+            writer.writerow([query_id, "", ANSWERABLE.value, retrieved[i], relevant[i], first[i] or "", "", "",
                              *(column[i] for column in columns)])
-        else:
-            writer.writerow([query_id, "", Category.NO_ANSWER.value, retrieved[i], 0, "", int(retrieved[i] == 0),
+        else:  # top_score is left empty: score-trec does not compute no_answer.separability (KNOWN_LIMITATIONS.md)
+            writer.writerow([query_id, "", Category.NO_ANSWER.value, retrieved[i], 0, "", int(retrieved[i] == 0), "",
                              *([""] * len(columns))])
     return out.getvalue()
 

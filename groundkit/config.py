@@ -308,9 +308,15 @@ class AuditParams(_Section):
             fail. ``None`` (the default, ``null`` in YAML) reports the findings and fails nothing, so
             a small or new corpus is measured before it is tuned; a team sets it once its corpus is
             meant to hold (the golden corpus is held to 10% by tests/test_corpus_integrity.py).
+        no_answer_may_share_words: Whether a no_answer judgment may share a word with the corpus. False (the
+            design record's rule) refuses it: abstention is "returned nothing", and such a query returns
+            something. Imported question answering data (SQuAD 2.0's unanswerable questions) always shares
+            words; True accepts it, counts it in the audit, and leaves abstention to say little and
+            ``no_answer.separability`` (threshold-free) to say how well the top score tells the two apart.
     """
 
     max_trivial_share: float | None = Field(default=None, ge=0.0, le=1.0)
+    no_answer_may_share_words: bool = False
 
 
 NO_FILE = "params"

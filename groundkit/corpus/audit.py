@@ -212,9 +212,10 @@ GATE_FIX = ("reword those queries so their words also occur in competing documen
 
 
 def check_audit(report: AuditReport, params: AuditParams, judgments_path: str) -> None:
-    """Raise on a broken label (a no_answer query sharing a token with the corpus), and when the gate is set
-    (``audit.max_trivial_share``) and the share of trivial judgments is above it."""
-    if report.no_answer_leaks:
+    """Raise on a broken label (a no_answer query sharing a token with the corpus, unless
+    ``audit.no_answer_may_share_words``), and when the gate is set (``audit.max_trivial_share``) and the share of
+    trivial judgments is above it."""
+    if report.no_answer_leaks and not params.no_answer_may_share_words:
         first = report.no_answer_leaks[0]
         shown = ", ".join(f"{t!r} (in {', '.join(docs)})" for t, docs in first.tokens.items())
         raise JudgmentsError(
@@ -222,7 +223,9 @@ def check_audit(report: AuditReport, params: AuditParams, judgments_path: str) -
             f"no_answer judgment {first.query_id!r} shares tokens with the corpus: {shown}; it would "
             f"retrieve something and count as a failed abstention "
             f"({len(report.no_answer_leaks)} such judgment(s) in all)",
-            fix="reword the query with words that occur nowhere in the corpus (see evals/README.md)",
+            fix="reword the query with words that occur nowhere in the corpus (see evals/README.md); or, for "
+                "imported data whose unanswerable questions are meant to share words (SQuAD 2.0), set "
+                "audit.no_answer_may_share_words: true and read no_answer.separability",
             line=first.line or None,
         )
     limit = params.max_trivial_share
@@ -262,6 +265,10 @@ def findings(report: AuditReport, params: AuditParams) -> list[str]:
                      f"{shown}{more}")
     else:
         lines.append("duplicated quotes: none")
+    if report.no_answer_leaks and params.no_answer_may_share_words:
+        lines.append(f"no_answer sharing words: {len(report.no_answer_leaks)} no_answer judgment(s) share a word "
+                     "with the corpus (allowed by audit.no_answer_may_share_words): a lexical retriever returns "
+                     "something for them, so read no_answer.separability rather than the abstention rate")
     limit = params.max_trivial_share
     if limit is None:
         lines.append("gate: none (audit.max_trivial_share is null): these findings fail nothing")

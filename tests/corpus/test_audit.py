@@ -109,6 +109,19 @@ def test_no_answer_sharing_a_token_fails_whatever_the_gate():
             check_audit(report, params, "judgments.jsonl")
 
 
+def test_no_answer_sharing_words_is_accepted_and_counted_only_when_allowed():
+    report = audit(DOCS, [judgment("q9", "sourdough snapshot", category="no_answer")])
+    with pytest.raises(JudgmentsError, match="audit.no_answer_may_share_words: true"):
+        check_audit(report, AuditParams(), "judgments.jsonl")
+    allowed = AuditParams(no_answer_may_share_words=True)
+    check_audit(report, allowed, "judgments.jsonl")  # no error
+    assert [line for line in findings(report, allowed) if line.startswith("no_answer sharing words")] == [
+        "no_answer sharing words: 1 no_answer judgment(s) share a word with the corpus (allowed by "
+        "audit.no_answer_may_share_words): a lexical retriever returns something for them, so read "
+        "no_answer.separability rather than the abstention rate"]
+    assert not any(line.startswith("no_answer") for line in findings(report, AuditParams()))
+
+
 def test_trivial_share_fails_only_above_a_gate_that_is_set():
     report = audit(DOCS, [judgment("q1", "snapshot view"), judgment("q4", "snapshot")])
     check_audit(report, AuditParams(), "j")  # no gate by default: a finding, not an error

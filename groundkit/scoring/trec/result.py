@@ -9,8 +9,8 @@ TREC run and its qrels hold less than a corpus and judgments:
   with a relevant document (TREC has no categories; ``import-beir`` labels BEIR's queries the same) and
   ``no_answer`` for a query whose qrels grade nothing above 0; ``gold_chunks`` counts the relevant documents.
   Its metric columns are the measures groundkit's registry names (groundkit/scoring/measures/), which compare pairs
-  and the report draws; ``set_recall@k``, which only a document-level run has, is in metrics.json and
-  detail.json.
+  and the report draws, ``set_recall@k`` among them. ``top_score`` is empty: score-trec does not compute
+  ``no_answer.separability``.
 * detail.json has a ``trec`` block: the queries of the qrels the run lacks, the queries of the run the qrels
   lack, and the tied pairs (scoring/trec/measures.py says how each is treated).
 * run.json: ``judgments_hash`` is the qrels' SHA-256, ``external_run`` names the run file and its SHA-256,

@@ -33,7 +33,7 @@ tr.q.open{background:#ddf4ff}.tag{display:inline-block;border-radius:10px;paddin
 color:#bc4c00}.tag.no_answer{background:#eaeef2}.detail td{background:#fbfcfd;padding:12px 16px}
 .detail h4{margin:12px 0 4px}.quote,.passage{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:12.5px;
 border-left:3px solid var(--line);padding:4px 8px;margin:4px 0}mark{background:var(--mark);padding:0}
-mark.gold{background:#ffe270;outline:1px solid #d4a72c}.cols{display:grid;grid-template-columns:1fr 1fr;gap:16px}
+mark.gold{background:#ffe270;outline:1px solid #d4a72c}span.term{font-weight:700;color:#0a3069}.tag.grade{background:#ddf4ff}.cols{display:grid;grid-template-columns:1fr 1fr;gap:16px}
 .cols.one{grid-template-columns:1fr}.meta{color:var(--muted);font-size:12px}.flag{color:#bc4c00;font-weight:600}
 .hit{border-left-color:#1a7f37}.empty{color:var(--muted);font-style:italic}
 """
@@ -97,21 +97,36 @@ SCRIPT = r"""
     return q[key];
   }
 
-  function marked(text, offset, ranges) {
-    // text starts at document offset `offset`; ranges are [start, end) document offsets to mark.
+  function marked(text, offset, ranges, terms) {
+    // text starts at document offset `offset`; ranges are [start, end) document offsets of gold to mark, terms
+    // those of the query's words (a passage's words BM25 matched), shown bold, inside the gold mark or not.
     const frag = document.createDocumentFragment();
     const chars = points(text);
-    const cut = (from, to) => chars.slice(from, to).join("");
-    const cuts = ranges.map(([s, e]) => [Math.max(s - offset, 0), Math.min(e - offset, chars.length)])
-      .filter(([s, e]) => e > s).sort((a, b) => a[0] - b[0]);
-    let at = 0;
-    for (const [s, e] of cuts) {
-      if (s > at) frag.append(document.createTextNode(cut(at, s)));
-      const from = Math.max(s, at);
-      if (e > from) frag.append(el("mark", {class: "gold"}, cut(from, e)));
-      at = Math.max(at, e);
+    const state = new Uint8Array(chars.length);  // 1: gold, 2: a query word
+    const paint = (list, bit) => (list || []).forEach(([s, e]) => {
+      for (let i = Math.max(s - offset, 0); i < Math.min(e - offset, chars.length); i++) state[i] |= bit;
+    });
+    paint(ranges, 1);
+    paint(terms, 2);
+    // One mark per stretch of gold (a query word inside it does not split it), query words as spans within.
+    const runs = (from, to, bit) => {
+      const out = [];
+      for (let at = from; at < to;) {
+        let end = at;
+        while (end < to && (state[end] & bit) === (state[at] & bit)) end++;
+        out.push([at, end, (state[at] & bit) !== 0]);
+        at = end;
+      }
+      return out;
+    };
+    for (const [from, to, gold] of runs(0, chars.length, 1)) {
+      const box = gold ? el("mark", {class: "gold"}) : frag;
+      for (const [s, e, term] of runs(from, to, 2)) {
+        const piece = chars.slice(s, e).join("");
+        box.append(term ? el("span", {class: "term"}, piece) : document.createTextNode(piece));
+      }
+      if (gold) frag.append(box);
     }
-    if (at < chars.length) frag.append(document.createTextNode(cut(at)));
     return frag;
   }
 
@@ -124,7 +139,10 @@ SCRIPT = r"""
       return box;
     }
     q.gold.forEach((g, n) => {
+      // The qrel grade, where the judgments grade their quotes (any grade but 1 among this query's).
+      const graded = q.gold.some((x) => x.grade !== 1);
       const meta = el("div", {class: "meta"}, `quote ${n + 1}: ${g.doc} [${g.start}, ${g.end})`);
+      if (graded) meta.append(" ", el("span", {class: "tag grade"}, `grade ${g.grade}`));
       [[g.held[0], data.baseline], [g.held[1], data.run]].forEach(([held, name]) => {
         if (!held) return;
         const line = el("div", {class: "meta"}, `${name}: `);
@@ -158,7 +176,7 @@ SCRIPT = r"""
       return box;
     }
     const gold = q.gold || [];
-    rows.forEach(([id, otherRank], i) => {
+    rows.forEach(([id, otherRank, terms], i) => {
       const [doc, start, end] = data.passages[id];
       const p = {doc, start, end, cut: end - start > data.limits.passage};
       p.text = slice(doc, start, p.cut ? start + data.limits.passage : end);
@@ -171,7 +189,7 @@ SCRIPT = r"""
         else meta.append(" ", el("span", {class: "tag up"}, `holds quote ${n + 1}`));
       }
       const text = el("div", {class: "passage" + (overlaps.length ? " hit" : "")});
-      text.append(marked(p.text, p.start, overlaps.map(([g]) => [g.start, g.end])));
+      text.append(marked(p.text, p.start, overlaps.map(([g]) => [g.start, g.end]), terms));
       if (p.cut) text.append(" … (cut)");
       box.append(meta, text);
     });

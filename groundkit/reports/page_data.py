@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -217,13 +218,46 @@ def _gold(evidence: Evidence, query_id: str, texts: _Texts, run: Evidence | None
     shown = []
     for span in evidence.judgments[query_id].spans:
         texts.need(span.document, span.start - CONTEXT_CHARS, min(span.end, span.start + QUOTE_CHARS) + CONTEXT_CHARS)
-        shown.append({"doc": span.document, "start": span.start, "end": span.end,
+        shown.append({"doc": span.document, "start": span.start, "end": span.end, "grade": span.grade,
                       "held": [_holders(base, query_id, span), _holders(run, query_id, span)]})
     return shown
 
 
+class _Terms:
+    """Where a query's words occur in a passage: the words whose content token (the run's tokenizer, less function
+    words: what BM25 matched on, stems included) is one of the query's, as document offsets."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        from groundkit.config import TokenizeParams
+        from groundkit.corpus.tokenizing import make_content_tokenizer
+
+        try:
+            tokenize = TokenizeParams.model_validate(params.get("tokenize") or {})
+        except ValueError:  # a run.json of another version: the default tokenizer still shows the plain words
+            tokenize = TokenizeParams()
+        self._tokens = make_content_tokenizer(tokenize)
+        self._cache: dict[str, tuple[str, ...]] = {}
+
+    def _of(self, word: str) -> tuple[str, ...]:
+        found = self._cache.get(word)
+        if found is None:
+            found = self._cache[word] = tuple(self._tokens(word))
+        return found
+
+    def ranges(self, query: str, text: str, offset: int) -> list[list[int]]:
+        wanted = set(self._tokens(query))
+        if not wanted:
+            return []
+        return [[offset + m.start(), offset + m.end()] for m in _WORDS.finditer(text)
+                if any(t in wanted for t in self._of(m.group().lower()))]
+
+
+_WORDS = re.compile(r"\w+")
+
+
 def _top(evidence: Evidence, other: Evidence | None, query_id: str, k: int,
-         passages: dict[str, list[Any]], texts: _Texts) -> list[list[Any]]:
+         passages: dict[str, list[Any]], texts: _Texts, terms: _Terms, query: str) -> list[list[Any]]:
+    """Each of the top ``k`` passages: its id, its rank in the other run, and where the query's words are in it."""
     ranking = evidence.rankings.get(query_id, [])
     elsewhere = {p: i for i, p in enumerate(other.rankings.get(query_id, []), 1)} if other is not None else {}
     rows = []
@@ -232,7 +266,9 @@ def _top(evidence: Evidence, other: Evidence | None, query_id: str, k: int,
         if passage_id not in passages:
             passages[passage_id] = [passage.document, passage.start, passage.end]
             texts.need(passage.document, passage.start, min(passage.end, passage.start + PASSAGE_CHARS), passage.text)
-        rows.append([passage_id, elsewhere.get(passage_id) if other is not None else None])
+        shown = passage.text[:PASSAGE_CHARS]
+        rows.append([passage_id, elsewhere.get(passage_id) if other is not None else None,
+                     terms.ranges(query, shown, passage.start)])
     return rows
 
 
@@ -262,6 +298,8 @@ def page_data(run: Input, base: Input | None, comparison: Comparison | None, *, 
     passages: dict[str, list[Any]] = {}
     texts = _Texts([e for e in (run.evidence, base.evidence if base is not None else None) if e is not None])
     queries = []
+    terms = _Terms(side.metadata.get("params", {}))
+    base_terms = _Terms(base.side.metadata.get("params", {})) if base is not None else terms
     for query_id in sorted(side.position):
         i = side.position[query_id]
         j = base.side.position.get(query_id) if base is not None else None
@@ -289,9 +327,9 @@ def page_data(run: Input, base: Input | None, comparison: Comparison | None, *, 
         if evidence is not None and query_id in evidence.judgments:
             row["gold"] = _gold(evidence, query_id, texts, _chunked(run), _chunked(base))
         if run.evidence is not None:
-            row["top"] = _top(run.evidence, other, query_id, top_k, passages, texts)
+            row["top"] = _top(run.evidence, other, query_id, top_k, passages, texts, terms, side.queries[i])
         if other is not None:
-            row["baseTop"] = _top(other, run.evidence, query_id, top_k, passages, texts)
+            row["baseTop"] = _top(other, run.evidence, query_id, top_k, passages, texts, base_terms, side.queries[i])
         queries.append(row)
     notes = [n for n in (run.note, base.note if base is not None else None) if n]
     return {

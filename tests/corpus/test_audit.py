@@ -111,7 +111,7 @@ def test_no_answer_sharing_a_token_fails_whatever_the_gate():
 
 def test_no_answer_sharing_words_is_accepted_and_counted_only_when_allowed():
     report = audit(DOCS, [judgment("q9", "sourdough snapshot", category="no_answer")])
-    with pytest.raises(JudgmentsError, match="audit.no_answer_may_share_words: true"):
+    with pytest.raises(JudgmentsError, match=r"audit\.no_answer_may_share_words: true"):
         check_audit(report, AuditParams(), "judgments.jsonl")
     allowed = AuditParams(no_answer_may_share_words=True)
     check_audit(report, allowed, "judgments.jsonl")  # no error

@@ -99,6 +99,10 @@ def test_opening_a_query_shows_its_highlighted_quote_and_both_rankings(page, swe
     assert marked == quotes  # each gold quote highlighted in its document context
     assert "Top 10: HEAD" in detail and "Top 10: s400" in detail
     assert page.evaluate("document.querySelectorAll('tr.detail .passage').length") == 20
+    # The query's words BM25 matched are bold in the passages (q073: "sites", "places", "writes"...), no others.
+    bold = page.evaluate("[...document.querySelectorAll('tr.detail .passage span.term')].map((b) => b.textContent)")
+    query = page.evaluate("document.querySelector('tr.detail p').innerText").lower()
+    assert bold and all(word.lower() in query for word in bold) and "sites" in {w.lower() for w in bold}
     assert page.console_errors == [] and page.requests == [comparison.as_uri()]
     page.screenshot(SHOTS / "report-compare-top.png", "body", max_height=1300)
     page.screenshot(SHOTS / "report-compare-q073.png", "tr.detail", max_height=1200)

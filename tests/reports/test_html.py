@@ -10,10 +10,14 @@ from pathlib import Path
 import pytest
 
 from groundkit.cli import main
+from groundkit.corpus.tokenizing import _stopwords
 from groundkit.reports.html import MARKER
 from groundkit.reports.page_data import headline_names, hit_curve, page_data, read_input
 from groundkit.reports.sides import read_side
 from tests.conftest import write_judgments, write_tiny_corpus
+
+STOPWORDS = _stopwords("en_plus")
+"""The function words the content tokenizer drops: the report does not mark them."""
 
 HOSTILE_DOC = ('Plain start.\n</script><script>document.title="pwned"</script>\n'
                '<img src=x onerror="document.title=\'pwned2\'"> & the rest.\n')
@@ -101,6 +105,34 @@ def test_top_passages_carry_their_rank_in_the_other_run(tiny, monkeypatch):
     assert [row[1] for row in q1["top"]] == [None, None]
     doc, start, end = data["passages"][top[0]]
     assert (doc, start, end) == ("ops/backup.md", 59, 117)  # holds "Incremental backups run hourly" [67, 97)
+
+
+def test_each_passage_marks_the_words_bm25_matched_of_its_query(tiny, monkeypatch):
+    monkeypatch.chdir(tiny["root"])
+    data = page_data(read_input("small", Path.cwd()), read_input("large", Path.cwd()), None)
+    text = {doc: "".join(t for _, t in pieces) for doc, pieces in data["text"].items() if pieces[0][0] == 0}
+    checked = 0
+    for q in data["queries"]:
+        # The content words of the query under the default tokenizer: lowercase runs of \w, function words out.
+        words = {w for w in re.findall(r"\w+", q["query"].lower())} - STOPWORDS
+        for passage_id, _, terms in q.get("top", []):
+            doc, start, end = data["passages"][passage_id]
+            if doc not in text:
+                continue
+            shown = text[doc][start:end]
+            expected = [[start + m.start(), start + m.end()] for m in re.finditer(r"\w+", shown)
+                        if m.group().lower() in words]
+            assert terms == expected, (q["id"], passage_id)
+            checked += len(terms)
+    assert checked > 0
+
+
+def test_graded_gold_carries_its_grade():
+    from tests.conftest import REPO
+
+    data = page_data(read_input(str(REPO / "metrics"), REPO), None, None)
+    grades = {g["grade"] for q in data["queries"] for g in q.get("gold", [])}
+    assert grades and grades <= {1, 2, 3}
 
 
 def test_hit_rate_curve_by_hand(tiny, monkeypatch):

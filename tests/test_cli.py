@@ -27,7 +27,9 @@ def test_run_writes_artifacts_and_reports(tiny_corpus, tmp_path):
     assert result.returncode == 0, result.stderr
     metrics = json.loads((out / "detail.json").read_text())
     assert metrics["answerable"]["queries"] == 3
-    assert metrics["no_answer"] == {"queries": 1, "abstained": 1, "abstention_rate": 1.0}
+    # Separability: q1 and q2's top scores beat q4's empty ranking (minus infinity); q3 retrieved nothing
+    # either and ties it, a half: (1 + 1 + 0.5) / 3.
+    assert metrics["no_answer"] == {"queries": 1, "abstained": 1, "abstention_rate": 1.0, "separability": 0.833333}
     assert sorted(metrics["by_category"]) == ["factoid", "lexical_gap", "multi_passage", "no_answer"]
     run_metadata = json.loads((out / "run.json").read_text())
     assert run_metadata["params"]["chunk"]["size"] == 60
@@ -43,7 +45,7 @@ def test_run_prints_an_aligned_readout_the_engine_and_its_warnings(tiny_corpus, 
     lines = result.stdout.splitlines()
     assert lines[0] == "retriever bm25, on the local engine"
     # q3 shares no word with the corpus: BM25 retrieves nothing for it.
-    assert lines[1].split() == ["answerable", "queries", "3", "false_abstentions", "1"]
+    assert lines[1].split() == ["answerable", "queries", "3", "false_abstentions", "1", "unreachable", "0"]
     headline = json.loads((out / "metrics.json").read_text())
     assert lines[3].split() == ["headline", *(part for k, v in headline.items() for part in (k, f"{v:.4f}"))]
     assert lines[-1] == f"artifacts written to {out}"

@@ -195,7 +195,9 @@ def test_score_run_command(tiny_corpus, tmp_path):
     assert ok.returncode == 0, ok.stderr
     metrics = json.loads((out / "detail.json").read_text())
     assert metrics["answerable"]["mrr"] == pytest.approx(0.833333)
-    assert metrics["by_category"]["no_answer"] == {"queries": 1, "abstained": 1, "abstention_rate": 1.0}
+    # Every answerable query retrieved something, the no_answer one nothing: separated perfectly.
+    assert metrics["by_category"]["no_answer"] == {"queries": 1, "abstained": 1, "abstention_rate": 1.0,
+                                                   "separability": 1.0}
     params = json.loads((out / "run.json").read_text())["params"]
     assert params["retrieve"] == {"depth": 100, "retriever": "external"}
     assert str(tmp_path) not in (out / "run.json").read_text()

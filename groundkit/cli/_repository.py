@@ -28,7 +28,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
                               "stages still name the version it was rendered for",
                               fix=f"move your edits elsewhere, delete {listed}, and run groundkit init --upgrade again")
     print("next:")
-    for step in next_steps(outcome, request, fresh):
+    for step in next_steps(outcome, request, fresh, evaluated=(root / "dvc.lock").exists()):
         print(f"  {step}")
     return 0
 

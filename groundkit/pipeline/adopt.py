@@ -189,6 +189,8 @@ def init(root: Path, request: Request, version: str) -> Outcome:
             outcome.add("added to", name, ", ".join(added))
     _write_record(root, {"corpus": corpus, "judgments": judgments, "code": list(code), "files": written,
                          "groundkit": version})
+    outcome.add("wrote" if record is None else "updated", RECORD,
+                "what init wrote, by SHA-256: how the next init tells its files from yours (commit it)")
     return outcome
 
 
@@ -344,12 +346,13 @@ def _dvc_init(root: Path) -> None:
                               fix="run `dvc init` yourself, then groundkit init again")
 
 
-def next_steps(outcome: Outcome, request: Request, fresh: bool) -> list[str]:
-    """The commands to run after this init, with what each does."""
+def next_steps(outcome: Outcome, request: Request, fresh: bool, evaluated: bool = False) -> list[str]:
+    """The commands to run after this init, with what each does (``evaluated``: a dvc.lock is there already)."""
     if request.upgrade:
         return ["dvc repro                      # every stage runs again with the installed groundkit",
                 "git add -A && git commit -m 'groundkit upgraded'   # dvc.yaml, dvc.lock, metrics/"]
-    steps = ["dvc repro                      # the first evaluation: metrics/metrics.json, dvc.lock"]
+    steps = ["dvc repro                      # " + ("re-runs what this init changed, nothing if nothing did"
+                                                  if evaluated else "the first evaluation: metrics/metrics.json, dvc.lock")]
     if fresh:
         steps.append("git add .dvc .dvcignore .gitignore .groundkit.json dvc.yaml dvc.lock params.yaml metrics "
                      f"{WORKFLOW} {SCRIPT} && git commit -m 'Evaluate retrieval with groundkit'")

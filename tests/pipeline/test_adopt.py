@@ -102,6 +102,7 @@ def test_init_writes_the_pipeline_runs_dvc_init_and_says_what_to_run_next(tmp_pa
         assert path in shown
     assert (repo / ".dvc").is_dir() and "dvc init" in shown
     assert "next:" in shown and "dvc repro" in shown and "dvc exp run -S chunk.size=400" in shown
+    assert f"wrote      {RECORD}" in shown and "the first evaluation" in shown  # the record is listed too
     assert (repo / "dvc.yaml").read_text(encoding="utf-8") == dvc_yaml.render(layout=dvc_yaml.installed(__version__))
     params = load_params(repo / "params.yaml")
     assert (params.corpus.root, params.corpus.judgments) == ("data/docs", "data/judgments.jsonl")
@@ -128,6 +129,11 @@ def test_a_second_init_keeps_what_the_team_edited_and_adds_nothing_twice(tmp_pat
     assert params.read_text(encoding="utf-8") == edited
     assert "params.yaml" in again and "edited since groundkit wrote it: left as it is" in again
     assert {name: (repo / name).read_text(encoding="utf-8") for name in ignores} == ignores
+    assert f"updated    {RECORD}" in again
+    # Once dvc.lock is there, the next `dvc repro` is no first evaluation.
+    (repo / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n", encoding="utf-8")
+    later = groundkit("init", cwd=repo).stdout
+    assert "first evaluation" not in later and "re-runs what this init changed" in later
     # --force rewrites only what groundkit wrote and nobody changed: the edited params.yaml stays.
     forced = groundkit("init", "--force", cwd=repo).stdout
     assert params.read_text(encoding="utf-8") == edited and "left as it is" in forced

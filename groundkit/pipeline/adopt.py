@@ -351,8 +351,9 @@ def next_steps(outcome: Outcome, request: Request, fresh: bool, evaluated: bool 
     if request.upgrade:
         return ["dvc repro                      # every stage runs again with the installed groundkit",
                 "git add -A && git commit -m 'groundkit upgraded'   # dvc.yaml, dvc.lock, metrics/"]
-    steps = ["dvc repro                      # " + ("re-runs what this init changed, nothing if nothing did"
-                                                  if evaluated else "the first evaluation: metrics/metrics.json, dvc.lock")]
+    what = ("re-runs what this init changed, nothing if nothing did" if evaluated
+            else "the first evaluation: metrics/metrics.json, dvc.lock")
+    steps = [f"dvc repro                      # {what}"]
     if fresh:
         steps.append("git add .dvc .dvcignore .gitignore .groundkit.json dvc.yaml dvc.lock params.yaml metrics "
                      f"{WORKFLOW} {SCRIPT} && git commit -m 'Evaluate retrieval with groundkit'")

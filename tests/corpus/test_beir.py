@@ -243,7 +243,7 @@ def test_the_report_sees_each_relevant_document_held_whole_by_its_chunk(tmp_path
     assert len(held) == 3  # d1 and d3 for q10, d2 for q2: one chunk each
     assert all([start, end] == chunk for start, end, chunk in held)
     for q in data["queries"]:
-        for passage_id, _ in q.get("top", []):
+        for passage_id, *_ in q.get("top", []):
             doc, start, end = data["passages"][passage_id]
             cut = [g for g in q.get("gold", []) if g["doc"] == doc and g["start"] < end and start < g["end"]
                    and (g["start"] < start or g["end"] > end)]

@@ -1,4 +1,4 @@
-"""The Python API: DataFrames that equal per_query.csv, retrievers as objects, README's block as written."""
+"""The Python API: DataFrames that equal per_query.csv, retrievers as objects, the guide's block as written."""
 
 from __future__ import annotations
 
@@ -116,17 +116,16 @@ def test_report_refuses_a_file_it_did_not_write(tiny):
     assert "groundkit report: small" in page.read_text(encoding="utf-8")
 
 
-def test_readme_block_runs_as_written(tmp_path, monkeypatch):
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## A Python API for notebooks"):]
-    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+def test_the_guides_block_runs_as_written(tmp_path, monkeypatch):
+    text = (REPO / "docs" / "python-api.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", text, re.S).group(1)
     for name in ("evals", "examples"):
         shutil.copytree(REPO / name, tmp_path / name)
     shutil.copy2(REPO / "params.yaml", tmp_path / "params.yaml")
     monkeypatch.chdir(tmp_path)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
+        exec(compile(block, "docs/python-api.md", "exec"), {"__name__": "guide"})
     lines = printed.getvalue().splitlines()
     committed = json.loads((REPO / "metrics" / "metrics.json").read_text(encoding="utf-8"))
     assert lines[0] == f"{committed['ndcg@10']:.4f}"

@@ -24,15 +24,15 @@ from tests.dvc_helpers import REPO, env, run
 pytestmark = pytest.mark.integration
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# README's recipes, as written there.
+# The guide's recipes (docs/compare.md), as written there.
 EXP_SHOW_QUALITY = ["dvc", "exp", "show", "--no-pager", "--only-changed", "--drop",
                     "Created|State|Executor|.*/|mrr|recall|coverage"]
 EXP_SHOW_BUDGET = ["dvc", "exp", "show", "--no-pager", "--only-changed", "--drop",
                    "Created|State|Executor|.*/|mrr|ndcg|recall"]
 
 
-def test_the_recipes_are_the_readmes():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_recipes_are_the_guides():
+    readme = (REPO / "docs" / "compare.md").read_text(encoding="utf-8")
     for recipe in (EXP_SHOW_QUALITY, EXP_SHOW_BUDGET):
         assert f"dvc exp show --only-changed --drop '{recipe[-1]}'" in readme
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 import groundkit as gk
 from tests.conftest import REPO, write_tiny_corpus
@@ -42,3 +46,56 @@ def test_the_retriever_module_of_the_guide_runs_as_written(tmp_path, monkeypatch
     # with any document and retrieves nothing. So hit rate and MRR are 2/3 each.
     assert results.metrics["recall@10"] == results.metrics["mrr"] == 2 / 3
     assert results.per_query["first_gold_rank"].isna().tolist() == [False, False, True, True]  # q4: no_answer
+
+
+def _generator():
+    """scripts/docs_reference.py, imported from the checkout (scripts/ is no package)."""
+    spec = importlib.util.spec_from_file_location("docs_reference", REPO / "scripts" / "docs_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_reference_pages_are_what_the_code_generates():
+    assert _generator().drifted() == [], "run python scripts/docs_reference.py --write and commit the pages"
+
+
+def test_an_edited_page_or_a_changed_docstring_is_drift(tmp_path, monkeypatch):
+    generator = _generator()
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    page = tmp_path / "docs" / "reference" / "cli.md"
+    page.write_text(page.read_text(encoding="utf-8").replace("| `--force` |", "| `--forced` |", 1), encoding="utf-8")
+    assert generator.drifted(tmp_path) == ["docs/reference/cli.md"]
+    # The code moves and the committed page does not: a field's description, as a reader of the class would edit it.
+    from groundkit.config import BM25Params
+
+    monkeypatch.setattr(BM25Params, "__doc__", BM25Params.__doc__.replace("saturation", "saturation (edited)"))
+    assert generator.drifted() == ["docs/reference/parameters.md"]
+
+
+def test_a_parameter_without_a_description_is_refused(monkeypatch):
+    from groundkit.config import HybridParams
+
+    generator = _generator()
+    monkeypatch.setattr(HybridParams, "__doc__", "Reciprocal rank fusion, its constant undescribed.")
+    with pytest.raises(generator.DocsError, match=r"HybridParams.rrf_k \(params key hybrid.rrf_k\) has no description"):
+        generator.parameters_page()
+
+
+def test_the_references_say_what_the_code_says():
+    generator = _generator()
+    parameters = generator.parameters_page()
+    # Type, default, bounds and description of one key, each from the model.
+    assert ("| `bm25.b` | number | `0.75` | >= 0.0, <= 1.0 | Length normalisation, from 0 (none) to 1 (a chunk's score "
+            "scaled fully by its length). |") in parameters
+    assert "| `chunk.strategy` | text | `fixed` | `fixed`, `document` |" in parameters
+    assert ("| `retrieve.options` | mapping (free-form) | `{}` |  | Free-form mapping: groundkit passes its keys"
+            in parameters)
+    metrics = generator.metrics_page()
+    assert "| [`chars`](#chars) | `chars@k` | neither: a cost, shown beside the others |" in metrics
+    cli = generator.cli_page()
+    assert "### `groundkit score-trec`" in cli and "#### `groundkit judgments add`" in cli
+    trouble = generator.troubleshooting_page()
+    # A literal fix, found where it is raised.
+    assert "- pass --params PATH or create params.yaml <small>(groundkit/_params_file.py:read_params_file)</small>" \
+        in trouble

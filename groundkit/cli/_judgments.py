@@ -132,7 +132,9 @@ def _quote(args: argparse.Namespace, corpus: dict[str, Any], *, category: str = 
                              f"{args.document!r}", fix="search for words of a passage the document holds once")
     for number, proposal in enumerate(proposals, start=1):
         also = elsewhere(proposal.quote, document.path, corpus)
-        note = f"; also in {', '.join(also)}: add those as gold quotes too" if also else ""
+        # Only the proposal the person picks is added: the other documents are a question for them, not an order.
+        note = (f"; also occurs in {', '.join(also)}; if {'it answers' if len(also) == 1 else 'one answers'} too, "
+                "add it with --to" if also else "")
         print(f"{number}. {json.dumps(proposal.quote, ensure_ascii=False)} (line:col {proposal.place}{note})")
     if args.shortest:
         chosen = shortest(document, args.search)

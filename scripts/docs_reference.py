@@ -395,7 +395,8 @@ def troubleshooting_page() -> str:
         if fixes:
             out.append("Fixes it offers:\n\n")
             for fix in sorted(fixes):
-                out.append(f"- {_cell(_escape(fix))} <small>({', '.join(sorted(set(fixes[fix])))})</small>\n")
+                places = ", ".join(_code(place) for place in sorted(set(fixes[fix])))
+                out.append(f"- {_cell(_escape(fix))} <small>({places})</small>\n")
         if computed:
             out.append(f"\n{computed} more place{'s' if computed != 1 else ''} work out the fix when the error "
                        "happens (from the input or a caller); the message shows it.\n")

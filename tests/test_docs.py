@@ -99,3 +99,21 @@ def test_the_references_say_what_the_code_says():
     # A literal fix, found where it is raised.
     assert "- pass --params PATH or create params.yaml <small>(`groundkit/_params_file.py:read_params_file`)</small>" \
         in trouble
+
+
+def test_the_readme_is_short_and_its_links_reach_the_guide():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 250
+    # The set-up commands are what .ci/run runs.
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    for command in ("-e '.[test,dense,ray]'", "scripts/install_test_tools.sh", "python -m pytest"):
+        assert command in readme and command in ci, command
+    assert "pip install -e . && dvc repro" in readme
+    # GitHub renders README's links; mkdocs never sees them, so a moved page would break them silently.
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
+    assert links and all((REPO / link).is_file() for link in links), [link for link in links
+                                                                         if not (REPO / link).is_file()]
+    nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    for link in links:
+        if link.startswith("docs/"):
+            assert f": {link.removeprefix('docs/')}\n" in nav, link

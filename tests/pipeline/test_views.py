@@ -32,9 +32,9 @@ EXP_SHOW_BUDGET = ["dvc", "exp", "show", "--no-pager", "--only-changed", "--drop
 
 
 def test_the_recipes_are_the_guides():
-    readme = (REPO / "docs" / "compare.md").read_text(encoding="utf-8")
+    guide = (REPO / "docs" / "compare.md").read_text(encoding="utf-8")
     for recipe in (EXP_SHOW_QUALITY, EXP_SHOW_BUDGET):
-        assert f"dvc exp show --only-changed --drop '{recipe[-1]}'" in readme
+        assert f"dvc exp show --only-changed --drop '{recipe[-1]}'" in guide
 
 
 def at_80_columns(cmd: list[str], cwd) -> list[str]:
@@ -93,7 +93,7 @@ def test_dvc_metrics_show_is_one_narrow_row_of_headline_figures(sweep_clone):
 
 @pytest.mark.parametrize(("recipe", "metric"), [(EXP_SHOW_QUALITY, "ndcg@10"),
                                                 (EXP_SHOW_BUDGET, "coverage@1000chars")])
-def test_readme_exp_show_recipes_fit_80_columns_uncollapsed(sweep_clone, recipe, metric):
+def test_the_guides_exp_show_recipes_fit_80_columns_uncollapsed(sweep_clone, recipe, metric):
     lines = at_80_columns(recipe, sweep_clone.repo)
     table = [line for line in lines if not set(line.strip()) <= {"─"}]
     assert table[0].split() == ["Experiment", metric, "chunk.size", "chunk.overlap"]

@@ -22,7 +22,7 @@ from tests.dvc_helpers import env
 MEASURES = ["recall@1", "recall@5", "mrr", "ndcg@5", "chars@5", "hits@5"]
 
 
-def readme_module() -> str:
+def guide_module() -> str:
     """The guide's example module, as written there."""
     text = (REPO / "docs" / "metrics.md").read_text(encoding="utf-8")
     (block,) = re.findall(r"```python\n(# groundkit/scoring/measures/hits\.py\n.*?)```", text, re.DOTALL)
@@ -40,7 +40,7 @@ def copied(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("measure")
     package = root / "package"
     shutil.copytree(REPO / "groundkit", package / "groundkit", ignore=shutil.ignore_patterns("__pycache__"))
-    (package / "groundkit" / "scoring" / "measures" / "hits.py").write_text(readme_module(), encoding="utf-8")
+    (package / "groundkit" / "scoring" / "measures" / "hits.py").write_text(guide_module(), encoding="utf-8")
     write_tiny_corpus(root / "corpus", root / "judgments.jsonl")
     return package, root
 

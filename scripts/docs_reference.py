@@ -205,10 +205,8 @@ def _help(action: argparse.Action, prog: str) -> str:
 def _argument(action: argparse.Action) -> str:
     if action.nargs == 0:
         return ""
-    if action.choices is not None and not isinstance(action, argparse._SubParsersAction):
-        shown = "{" + ",".join(map(str, action.choices)) + "}"
-    else:
-        shown = action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+    # Choices are listed with the help text, so that the argument column stays narrow.
+    shown = action.metavar if isinstance(action.metavar, str) else action.dest.upper()
     if action.nargs in ("*", "+"):
         shown += " ..."
     elif action.nargs == "?":
@@ -236,8 +234,11 @@ def _command(parser: argparse.ArgumentParser, name: str, out: list[str]) -> None
         positional = not action.option_strings and action.nargs not in ("?", "*")
         required = "yes" if action.required or positional else ""
         shown = _code(f"{flags} {argument}".strip() if action.option_strings else argument)
+        said = _help(action, parser.prog)
+        if action.choices is not None:
+            said += ("; " if said else "") + "one of " + ", ".join(_code(str(c)) for c in action.choices)
         rows.append(f"| {_cell(shown)} | {_cell(required)} | {_cell(_code(default) if default else '')} | "
-                    f"{_cell(_help(action, parser.prog))} |\n")
+                    f"{_cell(said)} |\n")
     if rows:
         out.append("| argument | required | default | what it does |\n| --- | --- | --- | --- |\n")
         out.extend(rows)

@@ -420,12 +420,19 @@ PAGES: dict[str, Callable[[], str]] = {
 }
 
 
-def drifted(root: Path = ROOT) -> list[str]:
-    """The pages under ``root`` (the checkout) whose committed text differs from what the code generates now."""
+def generate() -> dict[str, str]:
+    """Every page's text, as the code generates it now, by its path in the checkout."""
+    return {relative: make() for relative, make in PAGES.items()}
+
+
+def drifted(root: Path = ROOT, pages: dict[str, str] | None = None) -> list[str]:
+    """The pages under ``root`` (the checkout) whose committed text differs from ``pages`` (default: what the code
+    generates now)."""
+    pages = generate() if pages is None else pages
     stale = []
-    for relative, make in PAGES.items():
+    for relative, text in pages.items():
         path = root / relative
-        if not path.is_file() or path.read_text(encoding="utf-8") != make():
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
             stale.append(relative)
     return stale
 
@@ -438,9 +445,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.write:
-            for relative, make in PAGES.items():
+            for relative, text in generate().items():
                 (ROOT / relative).parent.mkdir(parents=True, exist_ok=True)
-                (ROOT / relative).write_text(make(), encoding="utf-8", newline="\n")
+                (ROOT / relative).write_text(text, encoding="utf-8", newline="\n")
             return 0
         stale = drifted()
     except DocsError as exc:

@@ -48,7 +48,8 @@ def test_the_retriever_module_of_the_guide_runs_as_written(tmp_path, monkeypatch
     assert results.per_query["first_gold_rank"].isna().tolist() == [False, False, True, True]  # q4: no_answer
 
 
-def _generator():
+@pytest.fixture(scope="module")
+def generator():
     """scripts/docs_reference.py, imported from the checkout (scripts/ is no package)."""
     spec = importlib.util.spec_from_file_location("docs_reference", REPO / "scripts" / "docs_reference.py")
     module = importlib.util.module_from_spec(spec)
@@ -56,46 +57,50 @@ def _generator():
     return module
 
 
-def test_the_reference_pages_are_what_the_code_generates():
-    assert _generator().drifted() == [], "run python scripts/docs_reference.py --write and commit the pages"
+@pytest.fixture(scope="module")
+def pages(generator) -> dict[str, str]:
+    """Every reference page as the code generates it now (generated once: the tests below only read it)."""
+    return generator.generate()
 
 
-def test_an_edited_page_or_a_changed_docstring_is_drift(tmp_path, monkeypatch):
-    generator = _generator()
+def test_the_reference_pages_are_what_the_code_generates(generator, pages):
+    assert generator.drifted(pages=pages) == [], "run python scripts/docs_reference.py --write and commit the pages"
+
+
+def test_an_edited_page_or_a_changed_docstring_is_drift(generator, pages, tmp_path, monkeypatch):
     shutil.copytree(REPO / "docs", tmp_path / "docs")
     page = tmp_path / "docs" / "reference" / "cli.md"
     page.write_text(page.read_text(encoding="utf-8").replace("| `--force` |", "| `--forced` |", 1), encoding="utf-8")
-    assert generator.drifted(tmp_path) == ["docs/reference/cli.md"]
+    assert generator.drifted(tmp_path, pages) == ["docs/reference/cli.md"]
     # The code moves and the committed page does not: a field's description, as a reader of the class would edit it.
     from groundkit.config import BM25Params
 
     monkeypatch.setattr(BM25Params, "__doc__", BM25Params.__doc__.replace("saturation", "saturation (edited)"))
-    assert generator.drifted() == ["docs/reference/parameters.md"]
+    edited = {**pages, "docs/reference/parameters.md": generator.parameters_page()}
+    assert generator.drifted(pages=edited) == ["docs/reference/parameters.md"]
 
 
-def test_a_parameter_without_a_description_is_refused(monkeypatch):
+def test_a_parameter_without_a_description_is_refused(generator, monkeypatch):
     from groundkit.config import HybridParams
 
-    generator = _generator()
     monkeypatch.setattr(HybridParams, "__doc__", "Reciprocal rank fusion, its constant undescribed.")
     with pytest.raises(generator.DocsError, match=r"HybridParams.rrf_k \(params key hybrid.rrf_k\) has no description"):
         generator.parameters_page()
 
 
-def test_the_references_say_what_the_code_says():
-    generator = _generator()
-    parameters = generator.parameters_page()
+def test_the_references_say_what_the_code_says(pages):
+    parameters = pages["docs/reference/parameters.md"]
     # Type, default, bounds and description of one key, each from the model.
     assert ("| `bm25.b` | number | `0.75` | >= 0.0, <= 1.0 | Length normalisation, from 0 (none) to 1 (a chunk's score "
             "scaled fully by its length). |") in parameters
     assert "| `chunk.strategy` | text | `fixed` | `fixed`, `document` |" in parameters
     assert ("| `retrieve.options` | mapping (free-form) | `{}` |  | Free-form mapping: groundkit passes its keys"
             in parameters)
-    metrics = generator.metrics_page()
+    metrics = pages["docs/reference/metrics.md"]
     assert "| [`chars`](#chars) | `chars@k` | neither: a cost, shown beside the others |" in metrics
-    cli = generator.cli_page()
+    cli = pages["docs/reference/cli.md"]
     assert "### `groundkit score-trec`" in cli and "#### `groundkit judgments add`" in cli
-    trouble = generator.troubleshooting_page()
+    trouble = pages["docs/troubleshooting.md"]
     # A literal fix, found where it is raised.
     assert "- pass --params PATH or create params.yaml <small>(`groundkit/_params_file.py:read_params_file`)</small>" \
         in trouble

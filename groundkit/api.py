@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groundkit.errors import ArtifactError, CompareError, RetrieverError
+from groundkit.errors import ArtifactError, CompareError, InputError, RetrieverError
 from groundkit.reports.compare import compare
 from groundkit.reports.sides import NO_ANSWER, Side, read_side
 from groundkit.retrieval.kinds import PythonObject, RetrieverKind, parse
@@ -206,6 +206,13 @@ def _kind(retriever: Any) -> RetrieverKind | None:
     return kind
 
 
+def _checked_name(name: object) -> None:
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise InputError("name", f"is {name!r}; a result's name is text that is not empty",
+                         fix="pass name='...' with what tells this result apart (e.g. name='chunk.size 400'), or leave "
+                             "it out for the default")
+
+
 def _named(name: str | None, folder: Path) -> Results:
     """The results in ``folder``, named ``name`` (in compare_runs, a report, a DataFrame's index)."""
     label = folder.name if name is None else name
@@ -218,6 +225,7 @@ def _run(corpus: str | Path, judgments: str | Path, params: str | Path | None, o
     from groundkit.config import load_params
     from groundkit.pipeline.runner import run
 
+    _checked_name(name)  # before any work: a bad name would otherwise surface only after the run
     loaded = load_params(params, overrides)
     if kind is not None:
         loaded = loaded.retrieving(kind)
@@ -284,6 +292,7 @@ def load_results(spec: str | Path, *, cwd: str | Path = ".", metrics_dir: str = 
 
     ``name`` is what they are called in ``compare_runs`` and reports (by default ``spec`` as given).
     """
+    _checked_name(name)
     label = str(spec) if name is None else name
     side = read_side(str(spec), cwd=Path(cwd), metrics_dir=metrics_dir, label=label)
     folder = Path(spec) if Path(spec).is_dir() else None

@@ -136,6 +136,16 @@ def test_compare_runs_refuses_two_results_of_one_name(tiny):
     assert "name=" in raised.value.fix
 
 
+@pytest.mark.parametrize("name", ["", "   ", 400, b"bytes"])
+def test_a_name_that_is_no_text_is_refused_before_any_work(tiny, tmp_path, name):
+    with pytest.raises(gk.InputError, match=r"^name: is .*; a result's name is text that is not empty") as raised:
+        gk.evaluate(tiny["corpus"], tiny["judgments"], set=AUDIT_OFF, out=tmp_path / "never", name=name)
+    assert "fix: pass name=" in str(raised.value)
+    assert not (tmp_path / "never").exists()
+    with pytest.raises(gk.InputError, match="a result's name is text"):
+        gk.load_results(tiny["small"].folder, name=name)
+
+
 def test_figures_show_rounded_and_stay_exact(tiny):
     results = tiny["small"]
     # q1 and q2 find gold at rank 1, q3 never: the exact mean is 2/3, shown as reports show it.

@@ -122,3 +122,12 @@ def test_the_readme_is_short_and_its_links_reach_the_guide():
     for link in links:
         if link.startswith("docs/"):
             assert f": {link.removeprefix('docs/')}\n" in nav, link
+
+
+def test_the_judgment_shown_in_the_readme_and_the_guide_is_a_committed_line():
+    committed = (REPO / "evals" / "judgments.jsonl").read_text(encoding="utf-8").splitlines()
+    for page in (REPO / "README.md", REPO / "docs" / "judgments.md"):
+        (shown,) = re.findall(r"```json\n(.*?)\n```", page.read_text(encoding="utf-8"), re.S)[:1]
+        # Byte for byte a line of the golden judgments, so it is in canonical form and its quote resolves.
+        assert shown in committed, page
+        assert gk.Judgment.model_validate_json(shown).query_id == "q046"

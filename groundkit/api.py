@@ -27,18 +27,48 @@ import json
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groundkit.errors import ArtifactError, RetrieverError
+from groundkit.errors import ArtifactError, CompareError, InputError, RetrieverError
 from groundkit.reports.compare import compare
 from groundkit.reports.sides import NO_ANSWER, Side, read_side
 from groundkit.retrieval.kinds import PythonObject, RetrieverKind, parse
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from groundkit.config import Params
+
+def _shown(metric: str, value: float) -> str:
+    """``value`` as reports show ``metric``: at its measure's decimals (4; 1 for chars@k); the value stays exact."""
+    from groundkit.errors import MeasureError
+    from groundkit.scoring.measures import MEASURES
+
+    try:
+        decimals = MEASURES.parse(metric).measure.decimals
+    except MeasureError:  # a column no registered measure writes (another package's, since uninstalled)
+        decimals = 4
+    return f"{value:.{decimals}f}"
+
+
+class Figures(dict[str, float]):
+    """A run's mean of each metric, keyed by name: a plain dict of exact floats that shows itself rounded.
+
+    ``repr`` and a notebook's HTML show each value at the decimals reports use, not ``0.7817459999999999``;
+    ``figures["ndcg@10"]`` is the exact mean.
+    """
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{name!r}: {_shown(name, value)}" for name, value in self.items()) + "}"
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><th>{html.escape(name)}</th><td>{_shown(name, value)}</td></tr>"
+                       for name, value in self.items())
+        return f"<table><thead><tr><th>metric</th><th>mean</th></tr></thead><tbody>{rows}</tbody></table>"
+
 
 @dataclass(frozen=True)
 class Results:
@@ -57,7 +87,7 @@ class Results:
     def __repr__(self) -> str:
         """One line: the run, its queries, its headline figures and its folder (the values stay in ``per_query``)."""
         answerable = sum(1 for c in self.side.categories if c != NO_ANSWER)
-        shown = ", ".join(f"{name} {value:.4f}" for name, value in self._headline().items())
+        shown = ", ".join(f"{name} {_shown(name, value)}" for name, value in self._headline().items())
         return (f"<Results {self.name!r}: {answerable} answerable and {len(self.side.categories) - answerable} "
                 f"no_answer queries; {shown}; folder {self._where()}>")
 
@@ -68,8 +98,8 @@ class Results:
         head = "".join(f"<th>{html.escape(c)} ({int(table.loc[c, 'queries'])})</th>" for c in categories)
         answerable = sum(1 for c in self.side.categories if c != NO_ANSWER)
         rows = "".join(
-            f"<tr><th>{html.escape(m)}</th><td>{value:.4f}</td>"
-            + "".join(f"<td>{table.loc[c, m]:.4f}</td>" for c in categories) + "</tr>"
+            f"<tr><th>{html.escape(m)}</th><td>{_shown(m, value)}</td>"
+            + "".join(f"<td>{_shown(m, table.loc[c, m])}</td>" for c in categories) + "</tr>"
             for m, value in self.metrics.items())
         return (f"<div><p><strong>{html.escape(self.name)}</strong>: {answerable} answerable and "
                 f"{len(self.side.categories) - answerable} no_answer queries; folder {html.escape(self._where())}</p>"
@@ -92,11 +122,11 @@ class Results:
         return dict(list(metrics.items())[:4])
 
     @property
-    def metrics(self) -> dict[str, float]:
-        """The mean of every metric over the answerable queries, from the per-query values."""
+    def metrics(self) -> Figures:
+        """The mean of every metric over the answerable queries, from the per-query values (exact; shown rounded)."""
         frame = self.per_query
         answerable = frame[frame["category"] != NO_ANSWER]
-        return {m: float(answerable[m].mean()) for m in self.side.metric_names}
+        return Figures({m: float(answerable[m].mean()) for m in self.side.metric_names})
 
     @property
     def per_query(self) -> pd.DataFrame:
@@ -176,22 +206,38 @@ def _kind(retriever: Any) -> RetrieverKind | None:
     return kind
 
 
+def _checked_name(name: object) -> None:
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise InputError("name", f"is {name!r}; a result's name is text that is not empty",
+                         fix="pass name='...' with what tells this result apart (e.g. name='chunk.size 400'), or leave "
+                             "it out for the default")
+
+
+def _named(name: str | None, folder: Path) -> Results:
+    """The results in ``folder``, named ``name`` (in compare_runs, a report, a DataFrame's index)."""
+    label = folder.name if name is None else name
+    return Results(label, replace(read_side(str(folder), cwd=Path.cwd()), label=label), folder)
+
+
 def _run(corpus: str | Path, judgments: str | Path, params: str | Path | None, overrides: list[str],
-         out: str | Path | None, command: str, kind: RetrieverKind | None = None) -> Results:
+         out: str | Path | None, command: str, kind: RetrieverKind | None = None, *, name: str | None,
+         default_name: Callable[[Params], str]) -> Results:
     from groundkit.config import load_params
     from groundkit.pipeline.runner import run
 
+    _checked_name(name)  # before any work: a bad name would otherwise surface only after the run
     loaded = load_params(params, overrides)
     if kind is not None:
         loaded = loaded.retrieving(kind)
     if out is not None:
         folder = Path(out)
         run(corpus, judgments, loaded, folder, command=command, inputs={"the params file": params})
-        return Results(folder.name, replace(read_side(str(folder), cwd=Path.cwd()), label=folder.name), folder)
+        return _named(name, folder)
     folder = Path(tempfile.mkdtemp(prefix="groundkit-"))
     try:
         run(corpus, judgments, loaded, folder, command=command, inputs={"the params file": params})
-        results = Results(folder.name, replace(read_side(str(folder), cwd=Path.cwd()), label=folder.name), folder)
+        # A temporary folder's name says nothing (groundkit-g96t93m4): the run is named by what it ran.
+        results = _named(default_name(loaded) if name is None else name, folder)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # made here, for this run alone
         raise
@@ -201,7 +247,8 @@ def _run(corpus: str | Path, judgments: str | Path, params: str | Path | None, o
 
 
 def evaluate(corpus: str | Path, judgments: str | Path, retriever: Any = None, *, params: str | Path | None = None,
-             set: Mapping[str, Any] | Iterable[str] = (), out: str | Path | None = None) -> Results:
+             set: Mapping[str, Any] | Iterable[str] = (), out: str | Path | None = None,
+             name: str | None = None) -> Results:
     """Evaluate ``judgments`` on ``corpus``, as ``groundkit run`` does, and return the results.
 
     Args:
@@ -211,22 +258,45 @@ def evaluate(corpus: str | Path, judgments: str | Path, retriever: Any = None, *
         set: Overrides, ``{"chunk.size": 400}`` or ``["chunk.size=400"]``, as ``--set`` gives them.
         out: The folder for the artifacts: new, empty, or one groundkit wrote. When None, a temporary folder that
             is removed when the result is released (pass ``out`` to keep the artifacts).
+        name: What the results are called in ``compare_runs`` and reports. By default the name of ``out``, or,
+            without it, the retriever and the overrides (``"bm25 chunk.size=400"``).
     """
-    return _run(corpus, judgments, params, _overrides(set), out, "run", _kind(retriever))
+    overrides = _overrides(set)
+
+    def default_name(loaded: Params) -> str:
+        return " ".join([loaded.retrieve.retriever, *overrides])
+
+    return _run(corpus, judgments, params, overrides, out, "run", _kind(retriever), name=name,
+                default_name=default_name)
 
 
 def score_file(run_file: str | Path, corpus: str | Path, judgments: str | Path, *, params: str | Path | None = None,
-               set: Mapping[str, Any] | Iterable[str] = (), out: str | Path | None = None) -> Results:
-    """Score another system's run file (JSONL, the format of ``groundkit score-run``) and return the results."""
-    overrides = [*_overrides(set), "retrieve.retriever=external", f"retrieve.run={run_file}"]
-    return _run(corpus, judgments, params, overrides, out, "score-run")
+               set: Mapping[str, Any] | Iterable[str] = (), out: str | Path | None = None,
+               name: str | None = None) -> Results:
+    """Score another system's run file (JSONL, the format of ``groundkit score-run``) and return the results.
+
+    ``name`` is what the results are called (by default the name of ``out``, or without it the run file's name).
+    """
+    given = _overrides(set)
+    overrides = [*given, "retrieve.retriever=external", f"retrieve.run={run_file}"]
+
+    def default_name(loaded: Params) -> str:
+        return " ".join([Path(run_file).name, *given])
+
+    return _run(corpus, judgments, params, overrides, out, "score-run", name=name, default_name=default_name)
 
 
-def load_results(spec: str | Path, *, cwd: str | Path = ".", metrics_dir: str = "metrics") -> Results:
-    """The results of a run folder, a workspace's metrics/, a git revision or a DVC experiment name."""
-    side = read_side(str(spec), cwd=Path(cwd), metrics_dir=metrics_dir)
+def load_results(spec: str | Path, *, cwd: str | Path = ".", metrics_dir: str = "metrics",
+                 name: str | None = None) -> Results:
+    """The results of a run folder, a workspace's metrics/, a git revision or a DVC experiment name.
+
+    ``name`` is what they are called in ``compare_runs`` and reports (by default ``spec`` as given).
+    """
+    _checked_name(name)
+    label = str(spec) if name is None else name
+    side = read_side(str(spec), cwd=Path(cwd), metrics_dir=metrics_dir, label=label)
     folder = Path(spec) if Path(spec).is_dir() else None
-    return Results(str(spec), side, folder)
+    return Results(label, side, folder)
 
 
 def compare_runs(baseline: Results, *candidates: Results, alpha: float = 0.05) -> pd.DataFrame:
@@ -237,6 +307,13 @@ def compare_runs(baseline: Results, *candidates: Results, alpha: float = 0.05) -
     """
     import pandas as pd
 
+    names = [baseline.name, *(candidate.name for candidate in candidates)]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        # Rows are indexed by name: two results of one name would be one row each, and which is which unknowable.
+        raise CompareError("compare_runs", f"{len(names)} results, and {names.count(repeated[0])} of them are named "
+                           f"{repeated[0]!r}", fix="name each result: evaluate(..., name=...), score_file(..., "
+                           "name=...) or load_results(..., name=...)")
     rows = []
     for candidate in candidates:
         result = compare(baseline.side, candidate.side, gate=[], alpha=alpha)

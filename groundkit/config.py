@@ -59,7 +59,15 @@ def _quotable_path(value: str, key: str) -> str:
 
 class CorpusParams(_Section):
     """Where the documents and the judgments live (paths relative to the repo), and which files are documents:
-    those an ``include`` glob pattern selects (all, when it is empty) and no ``exclude`` one (groundkit/_globs.py)."""
+    those an ``include`` glob pattern selects (all, when it is empty) and no ``exclude`` one (groundkit/_globs.py).
+
+    Attributes:
+        root: The folder of documents; every regular file under it (names starting with ``.`` skipped) that the
+            patterns select is a document.
+        judgments: The judgments file (JSONL), one judgment a line.
+        include: Glob patterns, written as in ``.gitignore``, of the files to read (empty: every file).
+        exclude: Glob patterns of the files to leave out, e.g. ``['*.pdf', 'drafts/**']``.
+    """
 
     root: str = "evals/corpus"
     judgments: str = "evals/judgments.jsonl"
@@ -136,7 +144,12 @@ class TokenizeParams(_Section):
 
 
 class BM25Params(_Section):
-    """Lucene BM25 parameters."""
+    """Lucene BM25 parameters.
+
+    Attributes:
+        k1: Term-frequency saturation: how much a term's second, third, ... occurrence in a chunk adds.
+        b: Length normalisation, from 0 (none) to 1 (a chunk's score scaled fully by its length).
+    """
 
     k1: float = Field(default=1.2, ge=0.0, le=10.0)
     b: float = Field(default=0.75, ge=0.0, le=1.0)
@@ -168,7 +181,8 @@ class RetrieveParams(_Section):
             ``python:MODULE:FACTORY`` for a retriever of your own (see groundkit/retrieval/kinds.py).
             Parsed once, on validation: :attr:`kind` is the object everything else asks.
         run: The external run file (JSONL) read when ``retriever`` is ``external``.
-        options: Free-form parameters handed to a ``python:`` retriever's factory.
+        options: Handed as they are to a ``python:`` retriever's factory, ``FACTORY(chunks, options)``: its keys
+            are the retriever's own. The other retrievers take none.
     """
 
     depth: int = Field(default=100, gt=0)
@@ -232,7 +246,11 @@ class DenseParams(_Section):
 
 
 class HybridParams(_Section):
-    """Reciprocal rank fusion: score(d) = sum over bm25 and dense of 1 / (rrf_k + rank(d))."""
+    """Reciprocal rank fusion: score(d) = sum over bm25 and dense of 1 / (rrf_k + rank(d)).
+
+    Attributes:
+        rrf_k: The fusion constant: a larger one flattens the difference between the first ranks.
+    """
 
     rrf_k: int = Field(default=60, ge=0)
 

@@ -1,4 +1,4 @@
-"""The Python API: DataFrames that equal per_query.csv, retrievers as objects, README's block as written."""
+"""The Python API: DataFrames that equal per_query.csv, retrievers as objects, the guide's block as written."""
 
 from __future__ import annotations
 
@@ -106,6 +106,59 @@ def test_compare_runs_is_compare(tiny):
     assert row["p_value"] == stat.p_value
 
 
+def test_results_carry_their_name_into_compare_runs(tiny, tmp_path):
+    # Without out= or name=, a run is named by what it ran, not by its temporary folder (groundkit-g96t93m4).
+    large = gk.evaluate(tiny["corpus"], tiny["judgments"], set={**AUDIT_OFF, "chunk.size": 200})
+    assert large.name == large.side.label == "bm25 audit.max_trivial_share=1.0 chunk.size=200"
+    assert large.folder.name.startswith("groundkit-")
+    wide = gk.evaluate(tiny["corpus"], tiny["judgments"], set={**AUDIT_OFF, "chunk.size": 200}, name="wide")
+    assert (wide.name, wide.side.label) == ("wide", "wide")
+    run_file = tmp_path / "theirs.jsonl"
+    run_file.write_text('{"query_id": "q1", "rank": 1, "document": "ops/backup.md", "text": "Incremental backups '
+                        'run hourly"}\n', encoding="utf-8")
+    assert gk.score_file(run_file, tiny["corpus"], tiny["judgments"], set=AUDIT_OFF).name == (
+        "theirs.jsonl audit.max_trivial_share=1.0")
+    assert gk.score_file(run_file, tiny["corpus"], tiny["judgments"], set=AUDIT_OFF, name="t").name == "t"
+    folder = tiny["small"].folder
+    assert tiny["small"].name == "small"  # out= names it by its folder
+    assert gk.load_results(folder).name == str(folder)
+    again = gk.load_results(folder, name="small, again")
+    assert (again.name, again.side.label) == ("small, again", "small, again")
+
+    table = gk.compare_runs(wide, tiny["small"], again)
+    assert sorted(set(table.index.get_level_values("candidate"))) == ["small", "small, again"]
+
+
+def test_compare_runs_refuses_two_results_of_one_name(tiny):
+    same = gk.load_results(tiny["small"].folder, name="small")
+    with pytest.raises(gk.CompareError, match=r"3 results, and 2 of them are named 'small'") as raised:
+        gk.compare_runs(gk.load_results(tiny["small"].folder, name="base"), tiny["small"], same)
+    assert "name=" in raised.value.fix
+
+
+@pytest.mark.parametrize("name", ["", "   ", 400, b"bytes"])
+def test_a_name_that_is_no_text_is_refused_before_any_work(tiny, tmp_path, name):
+    with pytest.raises(gk.InputError, match=r"^name: is .*; a result's name is text that is not empty") as raised:
+        gk.evaluate(tiny["corpus"], tiny["judgments"], set=AUDIT_OFF, out=tmp_path / "never", name=name)
+    assert "fix: pass name=" in str(raised.value)
+    assert not (tmp_path / "never").exists()
+    with pytest.raises(gk.InputError, match="a result's name is text"):
+        gk.load_results(tiny["small"].folder, name=name)
+
+
+def test_figures_show_rounded_and_stay_exact(tiny):
+    results = tiny["small"]
+    # q1 and q2 find gold at rank 1, q3 never: the exact mean is 2/3, shown as reports show it.
+    assert results.metrics["mrr"] == 2 / 3
+    assert "'mrr': 0.6667" in repr(results.metrics) and "0.6666666" not in repr(results.metrics)
+    chars = results.metrics["chars@10"]
+    assert f"'chars@10': {chars:.1f}," in repr(results.metrics)  # a count of characters: one decimal, as reports
+    assert ", mrr 0.6667" in repr(results) and "0.66666" not in repr(results)
+    page = results._repr_html_() + results.metrics._repr_html_()
+    assert "<td>0.6667</td>" in page and "0.66666" not in page
+    assert isinstance(results.metrics, dict)
+
+
 def test_report_refuses_a_file_it_did_not_write(tiny):
     mine = tiny["root"] / "mine.html"
     mine.write_text("<p>mine</p>", encoding="utf-8")
@@ -116,17 +169,16 @@ def test_report_refuses_a_file_it_did_not_write(tiny):
     assert "groundkit report: small" in page.read_text(encoding="utf-8")
 
 
-def test_readme_block_runs_as_written(tmp_path, monkeypatch):
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## A Python API for notebooks"):]
-    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+def test_the_guides_block_runs_as_written(tmp_path, monkeypatch):
+    text = (REPO / "docs" / "python-api.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", text, re.S).group(1)
     for name in ("evals", "examples"):
         shutil.copytree(REPO / name, tmp_path / name)
     shutil.copy2(REPO / "params.yaml", tmp_path / "params.yaml")
     monkeypatch.chdir(tmp_path)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
+        exec(compile(block, "docs/python-api.md", "exec"), {"__name__": "guide"})
     lines = printed.getvalue().splitlines()
     committed = json.loads((REPO / "metrics" / "metrics.json").read_text(encoding="utf-8"))
     assert lines[0] == f"{committed['ndcg@10']:.4f}"

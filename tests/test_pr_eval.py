@@ -96,9 +96,16 @@ def pull_request(tmp_path_factory) -> Path:
     return repo
 
 
-def _pr_eval(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "scripts/pr_eval.sh", *args], cwd=repo, env=env(), capture_output=True, text=True,
-                          check=False)
+def _pr_eval(repo: Path, *args: str, on_github: bool = False) -> subprocess.CompletedProcess[str]:
+    """The script run locally, or as GitHub Actions runs it (which sets GITHUB_ACTIONS=true)."""
+    environment = {k: v for k, v in env().items() if k != "GITHUB_ACTIONS"}
+    if on_github:
+        environment["GITHUB_ACTIONS"] = "true"
+    return subprocess.run(["bash", "scripts/pr_eval.sh", *args], cwd=repo, env=environment, capture_output=True,
+                          text=True, check=False)
+
+
+REPORT_SAID = "The HTML report (charts, every query with its gold quotes and retrieved passages) is "
 
 
 def test_pr_eval_gates_a_regression_and_writes_the_comment_and_the_report(pull_request):
@@ -112,6 +119,9 @@ def test_pr_eval_gates_a_regression_and_writes_the_comment_and_the_report(pull_r
     assert "Parameters changed: `chunk.size` 800 → 400." in comment and "**Verdict: mixed**" in comment
     assert ":x: **Gate failed:** ndcg@10 dropped significantly (corrected p < 0.05) by more than 0.0." in comment
     assert stale.stdout == comment
+    # Run locally, the comment says where the report is; there is no artifact.
+    assert comment.endswith(REPORT_SAID + "`build/pr-eval/report.html`: open it in a browser.\n")
+    assert "artifact" not in comment
     report = (repo / "build" / "pr-eval" / "report.html").read_text(encoding="utf-8")
     assert "<title>groundkit report: metrics against main</title>" in report
     # The head's passages come from build/, the base's from the DVC cache (main was reproduced here first).
@@ -120,9 +130,10 @@ def test_pr_eval_gates_a_regression_and_writes_the_comment_and_the_report(pull_r
     # Committing what dvc repro produced: HEAD itself is compared, and the same verdict follows.
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-q", "-m", "results of chunk.size 400"], repo)
-    committed = _pr_eval(repo, "main")
+    committed = _pr_eval(repo, "main", on_github=True)
     assert committed.returncode == 4
     comment = (repo / "build" / "pr-eval" / "comment.md").read_text(encoding="utf-8")
+    assert comment.endswith(REPORT_SAID + "attached to this run as the `retrieval-report` artifact.\n")
     assert comment.startswith(MARKER + "\n## groundkit compare: `main` → `HEAD`")
     assert "`dvc repro` reproduced the results committed at HEAD byte for byte." in comment
     compared = json.loads(run(["groundkit", "compare", "main", "HEAD", "--json"], repo).stdout)

@@ -6,7 +6,7 @@ measures of the run (ir_measures nDCG@10, R@100, RR@10) must equal, to four
 decimals, two independent implementations scored by ir_measures on the same
 tokens: Lucene BM25 written here from the formula, and bm25s used directly.
 They must also equal the figures recorded below, so a change that moves them
-fails until the record is updated on purpose (and README's table with it).
+fails until the record is updated on purpose (and the guide's table in docs/importing.md with it).
 
 The data is read from ``<repo>/../shared/data/scifact`` (where CI keeps it
 beside the clone) or from ``$GROUNDKIT_SCIFACT``. Missing data is a failure,

@@ -107,7 +107,7 @@ def add(commands: Any) -> None:
         "import-squad", help="turn SQuAD 1.1/2.0 JSON or MRQA JSONL into a corpus folder and quote judgments",
         description="One document per SQuAD article (its paragraphs joined by a blank line) or MRQA context, one "
         "judgment per question whose gold quotes are its answers, each widened word by word until it occurs "
-        "exactly once in its document. README.md, 'Importing span-labelled data', tells every rule.")
+        "exactly once in its document. The guide's docs/importing.md tells every rule.")
     squad.add_argument("file", help="SQuAD JSON file, or MRQA JSONL file (.jsonl or .jsonl.gz)")
     squad.add_argument("--out", required=True, help="output folder: corpus/, judgments.jsonl, squad-import.json")
     squad.add_argument("--force", action="store_true", help=FORCE_HELP)

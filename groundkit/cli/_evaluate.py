@@ -141,7 +141,7 @@ def add(commands: Any) -> None:
     score_run = commands.add_parser(
         "score-run", help="score a run produced by another system (JSONL of ranked passages) into --out",
         description="Score an external run: one JSON object per line with query_id, rank, document and either "
-                    "start/end character offsets or the passage text (see examples/README.md).",
+                    "start/end character offsets or the passage text (see the guide's docs/external-runs.md).",
     )
     score_run.add_argument("run_file", metavar="RUN.jsonl", help="the external run")
     add_inputs(score_run, params_help="params.yaml (for score.measures and retrieve.depth)",

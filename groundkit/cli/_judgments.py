@@ -132,7 +132,9 @@ def _quote(args: argparse.Namespace, corpus: dict[str, Any], *, category: str = 
                              f"{args.document!r}", fix="search for words of a passage the document holds once")
     for number, proposal in enumerate(proposals, start=1):
         also = elsewhere(proposal.quote, document.path, corpus)
-        note = f"; also in {', '.join(also)}: add those as gold quotes too" if also else ""
+        # Only the proposal the person picks is added: the other documents are a question for them, not an order.
+        note = (f"; also occurs in {', '.join(also)}; if {'it answers' if len(also) == 1 else 'one answers'} too, "
+                "add it with --to" if also else "")
         print(f"{number}. {json.dumps(proposal.quote, ensure_ascii=False)} (line:col {proposal.place}{note})")
     if args.shortest:
         chosen = shortest(document, args.search)
@@ -332,7 +334,7 @@ def add(commands: Any) -> None:
     """Add this module's subcommands."""
     judgments = commands.add_parser(
         "judgments", help="check, format, add to and repair a judgments file",
-        description="Tools for writing judgments by hand; evals/README.md shows them at work.")
+        description="Tools for writing judgments by hand; the guide's docs/judgments.md shows them at work.")
     actions = judgments.add_subparsers(dest="action", required=True)
     check = actions.add_parser("check", help="check a judgments file as CI does: ids unique and sorted, every quote "
                                "resolves exactly once, the file in canonical form")

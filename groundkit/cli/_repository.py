@@ -10,7 +10,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from groundkit import __version__
-    from groundkit.pipeline.adopt import RECORD, Request, init, next_steps, summary_lines
+    from groundkit.pipeline.adopt import RECORD, Request, default_branch, init, next_steps, summary_lines
 
     root = Path.cwd()
     fresh = not (root / RECORD).exists()
@@ -27,8 +27,12 @@ def _cmd_init(args: argparse.Namespace) -> int:
         raise RepositoryError(listed, "edited since groundkit wrote it, so --upgrade left it as it is, and the "
                               "stages still name the version it was rendered for",
                               fix=f"move your edits elsewhere, delete {listed}, and run groundkit init --upgrade again")
+    steps = next_steps(outcome, request, fresh, evaluated=(root / "dvc.lock").exists(), branch=default_branch(root))
+    if not steps:
+        print(f"nothing upgraded: dvc.yaml, the workflow and its script already run groundkit {__version__}")
+        return 0
     print("next:")
-    for step in next_steps(outcome, request, fresh, evaluated=(root / "dvc.lock").exists()):
+    for step in steps:
         print(f"  {step}")
     return 0
 

@@ -207,8 +207,8 @@ def duplicated_quotes(documents: Sequence[Document], judgments: Sequence[Judgmen
 
 
 GATE_FIX = ("reword those queries so their words also occur in competing documents (the distractor rule, "
-            "evals/README.md); or, if this corpus is meant to be this easy, raise audit.max_trivial_share or set "
-            "it to null (report without failing) in params.yaml")
+            "the guide's docs/judgments.md); or, if this corpus is meant to be this easy, raise "
+            "audit.max_trivial_share or set it to null (report without failing) in params.yaml")
 
 
 def check_audit(report: AuditReport, params: AuditParams, judgments_path: str) -> None:
@@ -223,7 +223,8 @@ def check_audit(report: AuditReport, params: AuditParams, judgments_path: str) -
             f"no_answer judgment {first.query_id!r} shares tokens with the corpus: {shown}; it would "
             f"retrieve something and count as a failed abstention "
             f"({len(report.no_answer_leaks)} such judgment(s) in all)",
-            fix="reword the query with words that occur nowhere in the corpus (see evals/README.md); or, for "
+            fix="reword the query with words that occur nowhere in the corpus (see the guide's docs/judgments.md); "
+                "or, for "
                 "imported data whose unanswerable questions are meant to share words (SQuAD 2.0), set "
                 "audit.no_answer_may_share_words: true and read no_answer.separability",
             line=first.line or None,

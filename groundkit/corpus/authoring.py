@@ -241,8 +241,8 @@ def propose(document: Document, search: str, *, limit: int = 5) -> list[Proposal
 
     For each place ``search`` occurs (at most ``limit``): its whole sentence, when that is unique (or made so
     with the fewest words around it) and at most ``MAX_SENTENCE`` characters, then the shortest unique run of
-    whole words covering it. A quote should hold the sentence (evals/README.md says why); the fragment is there
-    for a sentence too long to quote.
+    whole words covering it. A quote should hold the sentence (the guide's docs/judgments.md says why); the fragment
+    is there for a sentence too long to quote.
 
     Raises:
         JudgmentsError: ``search`` is empty or does not occur in the document.
@@ -334,7 +334,8 @@ def make_judgment(query_id: str, query: str, category: str, gold: list[GoldSpan]
     except ValidationError as exc:
         key, problem = describe(exc)
         option = {"query_id": "--id", "query": "--query", "category": "--category"}.get(key.split(".")[0], "--search")
-        raise JudgmentsError(option, problem, fix="see `groundkit judgments add --help` and evals/README.md") from None
+        raise JudgmentsError(option, problem,
+                             fix="see `groundkit judgments add --help` and the guide's docs/judgments.md") from None
 
 
 def insert(path: Path, judgments: Sequence[Judgment], new: Judgment) -> int:

@@ -63,6 +63,7 @@ import os
 import re
 import string
 import sys
+import unicodedata
 import urllib.parse
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -92,6 +93,35 @@ COMPONENT = 190
 # Ends every folder a long name is cut into, so a folder is never named like a document's file (which ends in
 # .txt) and the cut can be undone; "~" is not a plain character, so an encoded id never holds one.
 FOLDER_MARK = "~"
+
+
+# What a readable name (import-squad's titles) must still encode: the escape character itself, path separators,
+# the characters Windows refuses in a name, and control and invisible format characters.
+_UNSAFE = frozenset('%/\\<>:"|?*')
+
+
+def _must_encode(char: str) -> bool:
+    return char in _UNSAFE or unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
+
+
+def _readable(doc_id: str, *, capitals: bool = False) -> str | None:
+    """``doc_id`` as a name that reads like it: only what must be encoded is (see ``_UNSAFE``), and a leading
+    ``.`` (a hidden file, which no corpus reads) or ``-`` (an option, on a command line). None when the name is
+    longer than a path component allows, for :func:`document_file`'s ASCII encoding to cut it into folders.
+
+    Non-ASCII letters stay when the id is in NFC, the form git and most file systems keep; an id in another form
+    is encoded as ASCII, so that no file system's normalisation can make two ids one file.
+    """
+    if unicodedata.normalize("NFC", doc_id) != doc_id:
+        return None
+    out = []
+    for position, char in enumerate(doc_id):
+        if _must_encode(char) or (position == 0 and char in ".-") or (capitals and char.isupper()):
+            out.extend(f"%{byte:02X}" for byte in char.encode("utf-8"))
+        else:
+            out.append(char)
+    name = "".join(out)
+    return name if len((name + SUFFIX).encode("utf-8")) <= COMPONENT else None
 
 
 def _encode(doc_id: str, *, capitals: bool = False) -> str:
@@ -124,32 +154,38 @@ def _path(encoded: str) -> str:
     return "/".join(part + FOLDER_MARK for part in parts[:-1]) + "/" + parts[-1] + SUFFIX
 
 
-def document_file(doc_id: str, *, capitals: bool = False) -> str:
+def document_file(doc_id: str, *, capitals: bool = False, readable: bool = False) -> str:
     """The corpus-relative file name import-beir gives BEIR document ``doc_id`` (see the module docstring).
 
     ``capitals`` encodes capital letters too, as import-beir does for ids that differ from another only by
     case, and for every id whose name is cut into folders (so no two folders differ only by case).
+    ``readable`` keeps spaces and letters as they are where file systems allow them (import-squad's titles:
+    ``Bell Rock Lighthouse.txt``); :func:`document_id` decodes either form.
     """
+    if readable:
+        name = _readable(doc_id, capitals=capitals)
+        if name is not None:
+            return name + SUFFIX
     encoded = _encode(doc_id, capitals=capitals)
     if len(encoded) + len(SUFFIX) > COMPONENT and not capitals:
         return document_file(doc_id, capitals=True)
     return _path(encoded)
 
 
-def document_files(doc_ids: Iterable[str]) -> dict[str, str]:
+def document_files(doc_ids: Iterable[str], *, readable: bool = False) -> dict[str, str]:
     """The file name of each of ``doc_ids`` (distinct), when they are all known before any file is written.
 
     The same names import-beir gives while it streams a corpus: ids whose plain names differ only by case
-    have their capitals encoded.
+    have their capitals encoded. ``readable``: see :func:`document_file`.
     """
-    names = {doc_id: document_file(doc_id) for doc_id in doc_ids}
+    names = {doc_id: document_file(doc_id, readable=readable) for doc_id in doc_ids}
     by_folded: dict[str, list[str]] = {}
     for doc_id, name in names.items():
         if "/" not in name:
-            by_folded.setdefault(name.lower(), []).append(doc_id)
+            by_folded.setdefault(name.casefold(), []).append(doc_id)
     for group in by_folded.values():
         if len(group) > 1:
-            names.update((doc_id, document_file(doc_id, capitals=True)) for doc_id in group)
+            names.update((doc_id, document_file(doc_id, capitals=True, readable=readable)) for doc_id in group)
     return names
 
 

@@ -199,7 +199,8 @@ def _fix_for(key: str) -> str:
             'gold is a list of {"document": "<corpus-relative path>", "quote": "<verbatim text>"} '
             '(or {"document": ..., "whole_document": true}), each with an optional integer "grade" >= 1'
         )
-    return "fields are query_id, query, category, gold and (optional) exclude_documents; see evals/README.md"
+    return ("fields are query_id, query, category, gold and (optional) exclude_documents; see the guide's "
+            "docs/judgments.md")
 
 
 def load_judgments(path: str | Path, *, ordered: bool = True) -> list[Judgment]:

@@ -25,8 +25,9 @@ Choices, each of which changes what is measured and is therefore written down:
   The title is the file's name, not part of its text. An MRQA document is ``context-NNNNNN``, its
   context's 1-based place in the file. A context or article whose text repeats an earlier one's
   verbatim is that document, not a second copy (which would take half of its relevance). File names
-  are the ids percent-encoded by :func:`groundkit.corpus.beir.document_files`, so they are safe on any
-  file system and :func:`groundkit.corpus.beir.document_id` gives the id back.
+  are the ids as they read (``Bell Rock Lighthouse.txt``), with only what a file system cannot hold
+  percent-encoded (:func:`groundkit.corpus.beir.document_files`, ``readable``), and
+  :func:`groundkit.corpus.beir.document_id` gives the id back.
 * **Text.** Contexts are kept character for character, except that CR characters become LF (``\\r\\n``
   loses its CR, a lone ``\\r`` becomes ``\\n``) and a byte order mark opening a context is dropped, since
   a groundkit corpus is LF-only UTF-8; every answer offset is moved with the text. A NUL is an error.
@@ -452,7 +453,7 @@ def import_squad(
             reader = HashingReader(handle)
         if chosen == SQUAD:
             meta, articles = read_squad(source, whole_text(source, reader, compressed))
-            names = document_files(article.doc_id for article in articles)
+            names = document_files((article.doc_id for article in articles), readable=True)
             with bar(total=len(articles), desc="import-squad", unit=" articles") as progress:
                 for article in articles:
                     importer.add(article, names[article.doc_id])
@@ -463,7 +464,7 @@ def import_squad(
             with bar(total=size, desc="import-squad", unit="B") as progress:
                 done = 0
                 for article in read_mrqa(source, file_lines(source, reader, compressed), header):
-                    importer.add(article, document_files([article.doc_id])[article.doc_id])
+                    importer.add(article, document_files([article.doc_id], readable=True)[article.doc_id])
                     progress.update(reader.consumed - done)
                     done = reader.consumed
             meta["header"] = header.get("header")
@@ -561,6 +562,6 @@ def summary(manifest: dict[str, Any]) -> tuple[list[str], list[str]]:
         notes.append(f"{len(manifest['documents_empty'])} documents have no text and were not written (listed in "
                      f"{MANIFEST})")
     if manifest["documents_renamed"]:
-        notes.append(f"{len(manifest['documents_renamed'])} document ids are not plain file names: their files are "
-                     f"percent-encoded (listed in {MANIFEST})")
+        notes.append(f"{len(manifest['documents_renamed'])} document ids hold characters a file name cannot: those "
+                     f"are percent-encoded in their files' names (listed in {MANIFEST})")
     return lines, notes

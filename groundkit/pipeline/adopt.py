@@ -113,6 +113,11 @@ class Outcome:
     def add(self, verb: str, path: str, note: str = "") -> None:
         self.lines.append((verb, path, note))
 
+    @property
+    def rendered_again(self) -> bool:
+        """Whether a file that names the groundkit version (dvc.yaml, the workflow, its script) was written."""
+        return any(verb in ("wrote", "rewrote") and path in RENDERED_FOR_VERSION for verb, path, _ in self.lines)
+
 
 @dataclass(frozen=True)
 class Request:
@@ -346,9 +351,24 @@ def _dvc_init(root: Path) -> None:
                               fix="run `dvc init` yourself, then groundkit init again")
 
 
-def next_steps(outcome: Outcome, request: Request, fresh: bool, evaluated: bool = False) -> list[str]:
-    """The commands to run after this init, with what each does (``evaluated``: a dvc.lock is there already)."""
+def default_branch(root: Path) -> str:
+    """The branch pull requests go to: the remote's default (``origin/HEAD``), else the branch checked out (what a
+    fresh ``git init`` made: ``master`` or ``init.defaultBranch``), else ``main``."""
+    for ref in ("refs/remotes/origin/HEAD", "HEAD"):
+        found = subprocess.run(["git", "symbolic-ref", "--quiet", "--short", ref], cwd=root, capture_output=True,
+                               text=True, check=False)
+        if found.returncode == 0 and found.stdout.strip():
+            return found.stdout.strip().removeprefix("origin/")
+    return "main"
+
+
+def next_steps(outcome: Outcome, request: Request, fresh: bool, evaluated: bool = False,
+               branch: str = "main") -> list[str]:
+    """The commands to run after this init, with what each does (``evaluated``: a dvc.lock is there already;
+    ``branch``: the base branch of pull requests, :func:`default_branch`)."""
     if request.upgrade:
+        if not outcome.rendered_again:
+            return []
         return ["dvc repro                      # every stage runs again with the installed groundkit",
                 "git add -A && git commit -m 'groundkit upgraded'   # dvc.yaml, dvc.lock, metrics/"]
     what = ("re-runs what this init changed, nothing if nothing did" if evaluated
@@ -358,7 +378,7 @@ def next_steps(outcome: Outcome, request: Request, fresh: bool, evaluated: bool 
         steps.append("git add .dvc .dvcignore .gitignore .groundkit.json dvc.yaml dvc.lock params.yaml metrics "
                      f"{WORKFLOW} {SCRIPT} && git commit -m 'Evaluate retrieval with groundkit'")
     steps += ["dvc exp run -S chunk.size=400   # an experiment: compare it with `groundkit compare HEAD --experiments`",
-              f"{SCRIPT} main               # the pull-request check, against a base revision"]
+              f"{SCRIPT} {branch}   # the pull-request check, against the base branch"]
     return steps
 
 

@@ -331,6 +331,8 @@ def default_gate(sides: Sequence[Side]) -> tuple[list[str], list[str]]:
     gate, notes = [], []
     for name in DEFAULT_GATE:
         lacking = [side.label for side in sides if name not in side.metric_names]
+        if lacking and all(document_level(side.metadata) for side in sides) and _needs_passages(name):
+            continue  # a document-level result (score-trec) cannot report it: nothing to say, nothing to run again
         if lacking:
             notes.append(f"{name} is left out of the default gate: {', '.join(lacking)} "
                          f"{'does' if len(lacking) == 1 else 'do'} not report it (scored with other score.measures, "
@@ -341,6 +343,21 @@ def default_gate(sides: Sequence[Side]) -> tuple[list[str], list[str]]:
         notes = [f"no verdict: none of the default gate ({', '.join(DEFAULT_GATE)}) is reported by every run; name "
                  "the metrics to judge by with --metric"]
     return gate, notes
+
+
+def _needs_passages(name: str) -> bool:
+    """Whether metric ``name`` reads the characters of passages, which a document-level result does not have.
+
+    score-trec writes every measure it can compute from ids alone; the others (coverage, chars, precision, ...)
+    cannot exist for it, whatever groundkit version or params scored it.
+    """
+    from groundkit.scoring.trec.measures import VECTORISED
+
+    try:
+        measure = MEASURES.parse(name).measure
+    except MeasureError:
+        return False
+    return measure.name not in VECTORISED
 
 
 def paired_metrics(baseline: Side, candidate: Side, gate: list[str]) -> tuple[list[str], dict[str, list[str]]]:
@@ -373,7 +390,17 @@ def params_changed(baseline: Side, candidate: Side) -> dict[str, list[Any]]:
     """Each flattened parameter whose value differs: ``{key: [baseline's, candidate's]}`` (None: not set)."""
     before = _flatten(baseline.metadata.get("params", {}))
     after = _flatten(candidate.metadata.get("params", {}))
-    return {k: [before.get(k), after.get(k)] for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)}
+    changed = {k: [before.get(k), after.get(k)] for k in sorted(set(before) | set(after))
+               if before.get(k) != after.get(k)}
+    runs = [side.metadata.get("external_run") for side in (baseline, candidate)]
+    if runs[0] != runs[1]:
+        # Two run files scored alike (score-run, score-trec) differ in nothing else: name them, and their content.
+        changed[RUN_FILE] = [None if run is None else f"{run['name']} (sha256 {run['sha256'][:12]})" for run in runs]
+    return changed
+
+
+RUN_FILE = "run file"
+"""What :func:`params_changed` calls the external run file, when two results scored different ones."""
 
 
 VERDICTS = ("better", "mixed", "worse", "no significant change", "untested")

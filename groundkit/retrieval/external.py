@@ -59,7 +59,8 @@ if TYPE_CHECKING:
 
 FIELDS = ("query_id", "rank", "document", "start", "end", "text")
 FORMAT_FIX = ('each line is {"query_id": str, "rank": int, "document": "<corpus-relative path>"} plus either '
-              '"start" and "end" (character offsets) or "text" (the passage, verbatim); see examples/README.md')
+              '"start" and "end" (character offsets) or "text" (the passage, verbatim); see docs/external-runs.md in '
+              "groundkit's guide")
 
 
 def _fail(path: Path, number: int, problem: str, fix: str = FORMAT_FIX, key: str | None = None) -> RunFileError:
@@ -127,8 +128,8 @@ def _passage(path: Path, number: int, record: dict, documents: Mapping[str, Docu
     return Excerpt(document=name, start=start, end=end, text=document.text[start:end])
 
 
-EMPTY_FIX = ("write one JSON line per retrieved passage (see examples/README.md); if this is the file you meant, "
-             "the system that wrote it produced nothing or was cut off before its first line")
+EMPTY_FIX = ("write one JSON line per retrieved passage (see the guide's docs/external-runs.md); if this is the file "
+             "you meant, the system that wrote it produced nothing or was cut off before its first line")
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:

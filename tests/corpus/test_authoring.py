@@ -169,7 +169,11 @@ def test_add_warns_of_the_same_text_in_another_document(workspace, capsys):
     (corpus / "copy.md").write_text("Note: a lease is held by one replica.\n", encoding="utf-8")
     assert main(["judgments", "add", *args(corpus, judgments), "--query", "q", "--document", "leases.md",
                  "--search", "lease is held", "--dry-run"]) == 0
-    assert "also in copy.md: add those as gold quotes too" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    # Said of the proposal it concerns, as a question: whether copy.md answers too is the person's call.
+    assert ('1. "A lease is held by one replica." (line:col 1:1; also occurs in copy.md; if it answers too, add it '
+            "with --to)") in shown
+    assert "add those as gold quotes too" not in shown
 
 
 def test_add_starts_a_new_file_and_takes_no_answer_judgments(tmp_path, workspace, capsys):

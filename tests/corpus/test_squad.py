@@ -77,14 +77,14 @@ def test_squad_v11_example_becomes_one_document_per_article_and_one_judgment_per
     contexts = [[p["context"] for p in article["paragraphs"]] for article in source["data"]]
     # Paragraphs in file order, a blank line between them; the title names the file.
     assert (out / "corpus" / "Lighthouse.txt").read_text(encoding="utf-8") == "\n\n".join(contexts[0]) + "\n"
-    assert (out / "corpus" / "Bell%20Rock%20Lighthouse.txt").read_text(encoding="utf-8") == (
+    assert (out / "corpus" / "Bell Rock Lighthouse.txt").read_text(encoding="utf-8") == (
         "\n\n".join(contexts[1]) + "\n")
-    assert sorted(p.name for p in (out / "corpus").iterdir()) == ["Bell%20Rock%20Lighthouse.txt", "Lighthouse.txt"]
+    assert sorted(p.name for p in (out / "corpus").iterdir()) == ["Bell Rock Lighthouse.txt", "Lighthouse.txt"]
     assert list(judgments(out)) == ["br-01", "br-02", "br-03", "br-04", "lh-01", "lh-02", "lh-03", "lh-04", "lh-05",
                                     "lh-06", "lh-07", "lh-12", "lh-13"]
     assert judgments(out)["br-02"] == {
         "query_id": "br-02", "query": "When was the Bell Rock Lighthouse built?", "category": "factoid",
-        "gold": [{"document": "Bell%20Rock%20Lighthouse.txt", "quote": "between 1807 and 1810"}]}
+        "gold": [{"document": "Bell Rock Lighthouse.txt", "quote": "between 1807 and 1810"}]}
     # "the lamp" is in paragraphs 1 and 2; "the light" twice in paragraph 2: each widened by one word.
     assert quotes(out, "lh-12") == ["the lamp,"]
     assert quotes(out, "lh-13") == ["the light visible"]
@@ -97,7 +97,8 @@ def test_squad_v11_example_becomes_one_document_per_article_and_one_judgment_per
     assert manifest["source"] == {"file": "lighthouses-v1.1.json", "format": "squad", "version": "1.1",
                                   "sha256": hashlib.sha256(V11.read_bytes()).hexdigest()}
     assert manifest == json.loads((out / "squad-import.json").read_text(encoding="utf-8"))
-    assert document_id("Bell%20Rock%20Lighthouse.txt") == "Bell Rock Lighthouse"
+    # The file is named by the title as it reads; document_id gives the title back from it.
+    assert document_id("Bell Rock Lighthouse.txt") == "Bell Rock Lighthouse"
     loads_and_resolves(out)
 
 
@@ -352,7 +353,8 @@ def test_titles_become_safe_reversible_names_and_untitled_or_repeated_articles_g
     ids = {"AC/DC", "article-2", "Repeat", "Repeat (3)", "article-5", "case", "Case", "Repeat (2)"}
     assert sorted(document_id(name) for name in names) == sorted(ids)
     assert "AC%2FDC.txt" in names and "case.txt" in names and "%43ase.txt" in names  # case-insensitive safe
-    assert (tmp_path / "out" / "corpus" / document_file("Repeat (3)")).read_text() == "Second of two.\n"
+    assert (tmp_path / "out" / "corpus" / "Repeat (3).txt").read_text() == "Second of two.\n"  # as it reads
+    assert document_file("Repeat (3)", readable=True) == "Repeat (3).txt"
     assert manifest["documents_renamed"]["AC/DC"] == "AC%2FDC.txt"
 
 
@@ -574,12 +576,30 @@ def test_cli_prints_counts_and_the_extension_summary_and_notes_on_stderr(tmp_pat
     # stderr is a pipe here: notes only, no progress bar.
     assert result.stderr.splitlines() == [
         "note: 2 questions skipped (1 no offset, 1 wrong offset); listed in squad-import.json (--strict refuses them)",
-        "note: 1 document ids are not plain file names: their files are percent-encoded (listed in "
-        "squad-import.json)",
     ]
     strict = subprocess.run(["groundkit", "import-squad", str(V20), "--out", str(tmp_path / "s"), "--strict"],
                             capture_output=True, text=True, env=env(), check=False)
     assert strict.returncode == 1 and "question 'lh-10'" in strict.stderr and "(--strict)" in strict.stderr
+
+
+@pytest.mark.parametrize(("title", "name"), [
+    ("Bell Rock Lighthouse", "Bell Rock Lighthouse.txt"),   # spaces stay spaces
+    ("Phare d'Eckmühl", "Phare d'Eckmühl.txt"),              # letters of any script stay, in NFC
+    ("AC/DC", "AC%2FDC.txt"),                                # a path separator must be encoded
+    ("What? A: B*", "What%3F A%3A B%2A.txt"),                # so must what Windows refuses in a name
+    ("100% pure", "100%25 pure.txt"),                        # and the escape character itself
+    (".htaccess", "%2Ehtaccess.txt"),                        # a hidden file no corpus would read
+    ("-v", "%2Dv.txt"),                                      # an option on a command line
+    ("tab\there", "tab%09here.txt"),                         # a control character
+    ("e\u0301te\u0301", "e%CC%81te%CC%81.txt"),                # not NFC: ASCII, so no file system normalises it
+])
+def test_titles_become_readable_file_names_with_only_what_must_be_encoded(tmp_path, title, name):
+    data = squad((title, [("The light was first lit in 1811.", [qa("q1", "When was it first lit?", ("1811", 27))])]))
+    manifest = import_squad(write(tmp_path / "one.json", data), tmp_path / "out")
+    assert [p.name for p in (tmp_path / "out" / "corpus").iterdir()] == [name]
+    assert document_id(name) == title
+    assert manifest["documents_renamed"] == ({} if name == title + ".txt" else {title: name})
+    loads_and_resolves(tmp_path / "out")
 
 
 # --- scoring an import: groundkit's figures against the file's own offsets -------------------------------------
@@ -632,7 +652,7 @@ def test_run_on_an_import_scores_as_the_original_offsets_say(tmp_path, size):
         ranking.setdefault(query_id, []).append(chunk_id)
         assert int(rank) == len(ranking[query_id])
     source = json.loads(V11.read_text(encoding="utf-8"))
-    names = {"Lighthouse": "Lighthouse.txt", "Bell Rock Lighthouse": "Bell%20Rock%20Lighthouse.txt"}
+    names = {"Lighthouse": "Lighthouse.txt", "Bell Rock Lighthouse": "Bell Rock Lighthouse.txt"}
     expected = _independent_metrics(source, names, chunks, ranking, k=10)
     with (tmp_path / "run" / "per_query.csv").open(encoding="utf-8") as handle:
         rows = {row["query_id"]: row for row in csv.DictReader(handle)}

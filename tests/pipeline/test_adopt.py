@@ -150,6 +150,30 @@ def test_force_rewrites_groundkits_unchanged_files_with_the_new_paths(tmp_path):
     assert load_params(repo / "params.yaml").corpus.root == "docs2"
 
 
+def test_next_steps_name_the_repositorys_own_default_branch(tmp_path):
+    repo = tmp_path / "fresh"
+    repo.mkdir()
+    # A fresh `git init` where git's default is master: the PR check's base is master, not main.
+    run(["git", "-c", "init.defaultBranch=master", "init", "-q"], repo)
+    write_tiny_corpus(repo / "data" / "docs", repo / "data" / "judgments.jsonl")
+    shown = groundkit("init", "--corpus", "data/docs", "--judgments", "data/judgments.jsonl", cwd=repo).stdout
+    assert f"{adopt.SCRIPT} master   # the pull-request check" in shown and f"{adopt.SCRIPT} main" not in shown
+    # A clone: the remote's default branch, whichever branch is checked out.
+    run(["git", "checkout", "-q", "-b", "feature"], repo)
+    run(["git", "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk"], repo)
+    assert adopt.default_branch(repo) == "trunk"
+
+
+def test_upgrade_at_the_installed_version_says_nothing_was_upgraded(tmp_path):
+    repo = team_repo(tmp_path)
+    groundkit("init", "--corpus", "data/docs", "--judgments", "data/judgments.jsonl", cwd=repo)
+    rendered = {path: (repo / path).read_bytes() for path in TEAM_FILES}
+    shown = groundkit("init", "--upgrade", cwd=repo).stdout
+    assert f"nothing upgraded: dvc.yaml, the workflow and its script already run groundkit {__version__}" in shown
+    assert "groundkit upgraded" not in shown and "next:" not in shown and "rewrote" not in shown
+    assert {path: (repo / path).read_bytes() for path in TEAM_FILES} == rendered
+
+
 def test_upgrade_renders_the_pipeline_for_the_installed_version_and_never_an_edited_file(tmp_path):
     repo = team_repo(tmp_path)
     adopt.init(repo, Request(corpus="data/docs", judgments="data/judgments.jsonl"), "0.0.9")

@@ -24,17 +24,17 @@ from tests.dvc_helpers import REPO, env, run
 pytestmark = pytest.mark.integration
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# README's recipes, as written there.
+# The guide's recipes (docs/compare.md), as written there.
 EXP_SHOW_QUALITY = ["dvc", "exp", "show", "--no-pager", "--only-changed", "--drop",
                     "Created|State|Executor|.*/|mrr|recall|coverage"]
 EXP_SHOW_BUDGET = ["dvc", "exp", "show", "--no-pager", "--only-changed", "--drop",
                    "Created|State|Executor|.*/|mrr|ndcg|recall"]
 
 
-def test_the_recipes_are_the_readmes():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_recipes_are_the_guides():
+    guide = (REPO / "docs" / "compare.md").read_text(encoding="utf-8")
     for recipe in (EXP_SHOW_QUALITY, EXP_SHOW_BUDGET):
-        assert f"dvc exp show --only-changed --drop '{recipe[-1]}'" in readme
+        assert f"dvc exp show --only-changed --drop '{recipe[-1]}'" in guide
 
 
 def at_80_columns(cmd: list[str], cwd) -> list[str]:
@@ -93,7 +93,7 @@ def test_dvc_metrics_show_is_one_narrow_row_of_headline_figures(sweep_clone):
 
 @pytest.mark.parametrize(("recipe", "metric"), [(EXP_SHOW_QUALITY, "ndcg@10"),
                                                 (EXP_SHOW_BUDGET, "coverage@1000chars")])
-def test_readme_exp_show_recipes_fit_80_columns_uncollapsed(sweep_clone, recipe, metric):
+def test_the_guides_exp_show_recipes_fit_80_columns_uncollapsed(sweep_clone, recipe, metric):
     lines = at_80_columns(recipe, sweep_clone.repo)
     table = [line for line in lines if not set(line.strip()) <= {"─"}]
     assert table[0].split() == ["Experiment", metric, "chunk.size", "chunk.overlap"]

@@ -206,7 +206,7 @@ def test_dvc_plots_and_the_sweep_chart_draw(page, sweep_clone, tmp_path):
     shown = json.loads(run(["dvc", "plots", "show", "--json"], repo).stdout)["data"]
     run(["groundkit", "sweep-plot", "--param", "chunk.size", "--metric", "ndcg@10", "--out", "build/sweep.csv",
          "--force"], repo)
-    # README's recipe: the CSV names the parameter chunk_size, which Vega-Lite draws.
+    # The guide's recipe (docs/compare.md): the CSV names the parameter chunk_size, which Vega-Lite draws.
     drawn = json.loads(run(["dvc", "plots", "show", "build/sweep.csv", "-x", "chunk_size", "-y", "ndcg@10",
                             "--template", "scatter", "--json"], repo).stdout)["data"]
     page.open(page_file.as_uri())

@@ -1,6 +1,6 @@
-"""A new measure is one module: README's example, dropped into a copy of the package, reaches every output.
+"""A new measure is one module: the guide's example, dropped into a copy of the package, reaches every output.
 
-The copy of groundkit gets README's ``hits.py`` in groundkit/scoring/measures/ and nothing else; runs
+The copy of groundkit gets the guide's ``hits.py`` in groundkit/scoring/measures/ and nothing else; runs
 name ``hits@5`` in score.measures, and it is in detail.json, per_query.csv, compare and the report.
 The same commands with the installed groundkit refuse the name, so the module is what made it work.
 """
@@ -22,9 +22,9 @@ from tests.dvc_helpers import env
 MEASURES = ["recall@1", "recall@5", "mrr", "ndcg@5", "chars@5", "hits@5"]
 
 
-def readme_module() -> str:
-    """README's example module, as written there."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def guide_module() -> str:
+    """The guide's example module, as written there."""
+    text = (REPO / "docs" / "metrics.md").read_text(encoding="utf-8")
     (block,) = re.findall(r"```python\n(# groundkit/scoring/measures/hits\.py\n.*?)```", text, re.DOTALL)
     return block
 
@@ -40,7 +40,7 @@ def copied(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("measure")
     package = root / "package"
     shutil.copytree(REPO / "groundkit", package / "groundkit", ignore=shutil.ignore_patterns("__pycache__"))
-    (package / "groundkit" / "scoring" / "measures" / "hits.py").write_text(readme_module(), encoding="utf-8")
+    (package / "groundkit" / "scoring" / "measures" / "hits.py").write_text(guide_module(), encoding="utf-8")
     write_tiny_corpus(root / "corpus", root / "judgments.jsonl")
     return package, root
 

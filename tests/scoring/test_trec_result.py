@@ -142,6 +142,24 @@ def test_compare_report_and_the_gate_read_two_results(results, tmp_path, capsys)
     assert "document-level result of `groundkit score-trec`" in html and "t01" in html
 
 
+def test_two_results_gate_on_ndcg_at_10_by_default_and_name_their_run_files(inputs, results, capsys):
+    # The default gate's coverage@1000chars reads passages' characters, which a document-level result cannot have:
+    # the gate is ndcg@10, with no note telling the user to score again what can never be scored.
+    assert main(["compare", str(results["good"]), str(results["bad"]), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["gate"]["metrics"] == ["ndcg@10"] and report["gate"]["notes"] == []
+    digests = {name: hashlib.sha256(inputs[name].read_bytes()).hexdigest()[:12] for name in ("good", "bad")}
+    assert report["params_changed"] == {"run file": [f"good.run (sha256 {digests['good']})",
+                                                     f"bad.run (sha256 {digests['bad']})"]}
+    assert main(["compare", str(results["good"]), str(results["bad"]), "--format", "text"]) == 0
+    text = capsys.readouterr().out
+    assert "coverage@1000chars" not in text and "Changed: no parameter" not in text
+    assert f"Changed: run file good.run (sha256 {digests['good']}) -> bad.run (sha256 {digests['bad']})." in text
+    assert main(["compare", str(results["good"]), str(results["bad"]), "--format", "md"]) == 0
+    assert (f"Parameters changed: `run file` good.run (sha256 {digests['good']}) → bad.run (sha256 {digests['bad']})"
+            in capsys.readouterr().out)
+
+
 def test_the_python_api_loads_a_result(results):
     loaded = gk.load_results(results["good"])
     detail = json.loads((results["good"] / "detail.json").read_text())

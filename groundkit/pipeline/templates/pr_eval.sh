@@ -52,7 +52,12 @@ groundkit report "$candidate" --baseline "$base" --out "$out/report.html" --forc
         echo ":x: **Gate failed:** $(grep '^regression:' "$out/compare.err" | sed 's/^regression: //')."
     fi
     echo
-    echo "The HTML report (charts, every query with its gold quotes and retrieved passages) is attached to this run as the \`retrieval-report\` artifact."
+    # On GitHub the workflow uploads the report; run here, the reader needs the file's place instead.
+    if [ "${GITHUB_ACTIONS:-}" = "true" ]; then
+        echo "The HTML report (charts, every query with its gold quotes and retrieved passages) is attached to this run as the \`retrieval-report\` artifact."
+    else
+        echo "The HTML report (charts, every query with its gold quotes and retrieved passages) is \`$out/report.html\`: open it in a browser."
+    fi
 } > "$out/comment.md"
 cat "$out/comment.md"
 exit "$status"

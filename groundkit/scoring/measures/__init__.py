@@ -215,7 +215,8 @@ def metrics_of(params: Params) -> list[Metric]:
             metrics.append(MEASURES.parse(name))
         except MeasureError as exc:
             raise ParamsError(params.source, str(exc), key=f"score.measures.{number}",
-                              fix="name a measure groundkit reports at a cut-off it takes (README: Metrics)") from None
+                              fix="name a measure groundkit reports at a cut-off it takes (the guide's "
+                                  "docs/reference/metrics.md lists them)") from None
     return metrics
 
 

@@ -58,7 +58,7 @@ def _cmd_score_trec(args: argparse.Namespace) -> int:
         raise InputError("--measures", str(exc), fix="name measures such as ndcg@10,recall@10,mrr,set_recall@100"
                          ) from None
     scored = score_trec(args.run_file, args.qrels, args.out, measures=measures, headline_names=wanted,
-                        force=args.force)
+                        force=args.force, empty_qrels_as_no_answer=args.empty_qrels_as_no_answer)
     answerable, no_answer = scored.detail["answerable"], scored.detail["no_answer"]
     shown = ", ".join(f"{name}={answerable[name]:.4f}" for name in scored.measures if name in answerable)
     print(f"answerable ({answerable['queries']}): {shown}")
@@ -166,6 +166,9 @@ def add(commands: Any) -> None:
                       help="params.yaml (for score.measures and score.headline, when --measures is not given)")
     trec.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                       help="override a parameter, e.g. --set score.headline=[ndcg@10] (repeatable)")
+    trec.add_argument("--empty-qrels-as-no-answer", action="store_true",
+                      help="make a query whose qrels grade no document above 0 no_answer, left out of the means "
+                           "(default: it scores 0 and counts, as trec_eval -c)")
     trec.add_argument("--force", action="store_true", help=FORCE_HELP)
     trec.set_defaults(handler=_cmd_score_trec)
 

@@ -14,8 +14,9 @@ fail a run only where ``audit.max_trivial_share`` says so:
   outside its gold set share a content word with the query (the index's
   tokenizer less English function words: every document shares "the");
 * duplicated quotes: a gold quote that also occurs in another document,
-  verbatim or after collapsing whitespace and case. A retriever returning
-  that other passage is counted wrong, so the labels are incomplete there.
+  verbatim or after collapsing whitespace and case, where the same judgment
+  does not hold it as gold too. A retriever returning that other passage is
+  counted wrong, so the labels are incomplete there.
 
 One check is an *error*, whatever the gate: a no_answer query must share no
 token with the corpus, because abstention is measured as "retrieval returned
@@ -194,7 +195,10 @@ def duplicated_quotes(documents: Sequence[Document], judgments: Sequence[Judgmen
             inner = tokenize(gold.quote)[1:-1]
             candidates = set(texts) if not inner else set.intersection(*(words.get(w, set()) for w in inner))
             plain = normalise(gold.quote)
-            for path in sorted(candidates - {gold.document}):
+            # Where the judgment already holds this text as gold (the finding's own advice, followed), or the
+            # whole document, the other occurrence counts as relevant: nothing is missing there.
+            covered = {g.document for g in judgment.gold if g.quote is None or plain in normalise(g.quote)}
+            for path in sorted(candidates - covered - {gold.document}):
                 if gold.quote in texts[path]:
                     match: Literal["verbatim", "normalised"] = "verbatim"
                 elif plain in normalised.setdefault(path, normalise(texts[path])):

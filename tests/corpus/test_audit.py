@@ -102,6 +102,28 @@ def test_gold_quotes_found_in_another_document_are_reported():
     ]
 
 
+def test_a_duplicate_already_gold_in_the_same_judgment_is_not_flagged():
+    # Issue 35 item 10: the finding advises "add it as a gold quote too"; once that is done it must go quiet.
+    docs = [Document(path="a.md", text="Backups keep 30 days of history."),
+            Document(path="b.md", text="Note: backups keep 30 days of history, like logs."),
+            Document(path="c.md", text="Copies keep 30 days of history."),
+            Document(path="d.md", text="Old BACKUPS keep\n30   days of history.")]
+    judgments = [
+        # b.md's occurrence is gold as the same quote, d.md's as the text it holds there (normalised equal), c.md's
+        # as a whole document; the same quote is still flagged for q2, which made none of them gold.
+        Judgment(query_id="q1", query="how long are backups kept", category="multi_passage",
+                 gold=[GoldSpan(document="a.md", quote="keep 30 days of history"),
+                       GoldSpan(document="b.md", quote="keep 30 days of history"),
+                       GoldSpan(document="c.md", whole_document=True),
+                       GoldSpan(document="d.md", quote="keep\n30   days of history")]),
+        Judgment(query_id="q2", query="backup history", category="factoid",
+                 gold=[GoldSpan(document="a.md", quote="keep 30 days of history")]),
+    ]
+    found = [(d.query_id, d.document, d.also_in, d.match) for d in audit(docs, judgments).duplicated_quotes]
+    assert found == [("q2", "a.md", "b.md", "verbatim"), ("q2", "a.md", "c.md", "verbatim"),
+                     ("q2", "a.md", "d.md", "normalised")]
+
+
 def test_no_answer_sharing_a_token_fails_whatever_the_gate():
     report = audit(DOCS, [judgment("q9", "sourdough snapshot", category="no_answer")])
     for params in (AuditParams(), AuditParams(max_trivial_share=1.0)):

@@ -182,3 +182,67 @@ def test_the_terminal_report_escapes_controls_in_queries(tmp_path, capsys, queri
         escaped = " ".join(terminal_text(query).split())  # one line: runs of white space are one space
         assert escaped[:20] in out, (escaped, out)
     assert all(unicodedata.category(c) != "Cc" for c in out.replace("\n", ""))
+
+
+def test_the_review_sheet_neutralises_formulas_and_reads_its_cells_back(tmp_path):
+    # Issue 35 item 6: pool's review.csv wrote query and passage text beginning with "=" as is, and spreadsheets
+    # evaluate it (=HYPERLINK(...)). Every text cell is neutralised; the marks read back byte for byte.
+    from groundkit.corpus.judgments import Category
+    from groundkit.corpus.passage import Excerpt
+    from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
+    from groundkit.reports.pool import Mark, RankedRun, pool, read_marks, review_csv, review_markdown
+
+    texts = ["=HYPERLINK(\"http://x\",\"y\")", "- item", "'Tis", "+1", "@SUM(A1)", "plain"]
+    document = "\n".join(texts)
+    starts = [document.index(t) for t in texts]
+    passages = [Excerpt(document="=d.md", start=s, end=s + len(t), text=t) for s, t in zip(starts, texts, strict=True)]
+    query = "=cmd|' /C calc'!A0 <!-- @team **x**"
+    judgment = ResolvedJudgment(query_id="-q1", query=query, category=Category.FACTOID,
+                                spans=[ResolvedSpan(document="other.md", quote="x", start=0, end=1)])
+    result = pool([RankedRun("@run", {"-q1": passages})], [judgment], depth=len(passages))
+    sheet = review_csv(result)
+    header, *rows = list(csv.reader(io.StringIO(sheet, newline="")))
+    assert len(rows) == len(texts)
+    for row in rows:
+        assert not [cell for cell in row if cell.startswith(("=", "+", "-", "@", "\t", "\r"))], row
+    assert sorted(sheet_value(r[header.index("text")]) for r in rows) == sorted(texts)
+    assert {sheet_value(r[header.index("query")]) for r in rows} == {query}
+    # A reviewer marks every row: read back, the marks hold the exact ids and texts.
+    reviewed = header.index("reviewed")
+    marked = [[*r[:reviewed], "yes", sheet_cell("- a note"), *r[reviewed + 2:]] for r in rows]  # as saved
+    path = tmp_path / "review.csv"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows([header, *marked])
+    marks = read_marks(path)
+    assert marks == {("-q1", "=d.md", s, s + len(t)): Mark(t, True, "- a note")
+                     for s, t in zip(starts, texts, strict=True)}
+    assert pool([RankedRun("@run", {"-q1": passages})], [judgment], depth=len(passages), marks=marks).judged[
+        "@run"]["judged"] == 1.0
+    # review.md, beside it, shows the query, the ids and the passages as text.
+    texts = _inline_texts(_renderer().parse(review_markdown(result)))
+    assert f"-q1: {_plain(query)}" in texts
+    for text in texts[texts.index(f"-q1: {_plain(query)}"):]:
+        shown = text.replace(_plain(query), "")
+        assert not re.search("<(?!code>|/code>)", shown), text  # only code spans: no HTML, emphasis or links
+
+
+@pytest.mark.parametrize("raised", ["input", "os", "bug"])
+def test_an_error_quoting_outside_text_reaches_the_terminal_escaped(capsys, raised):
+    # Every message groundkit prints goes through one door: text it quotes from a file cannot clear the screen.
+    from groundkit._guard import guarded
+    from groundkit.errors import InputError
+
+    hostile = "q\x1b[2J\x07\u202e1"
+
+    def failing(argv):
+        if raised == "input":
+            raise InputError("judgments.jsonl", f"query {hostile} is bad", fix="fix it", line=3)
+        if raised == "os":
+            raise FileNotFoundError(2, "No such file or directory", hostile)
+        raise RuntimeError(hostile)
+
+    assert guarded(failing, []) in (1, 3)
+    err = capsys.readouterr().err
+    assert not CONTROL.search(err) and terminal_text(hostile) in err
+    if raised == "input":
+        assert "\n  fix: fix it" in err  # the message's own lines are kept

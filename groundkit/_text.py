@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import textwrap
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -115,6 +116,19 @@ SHEET_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
 def terminal_text(text: str) -> str:
     """``text`` safe to print: control and bidirectional characters written as ``repr`` writes them."""
     return text.translate(_TERMINAL)
+
+
+TERMINAL_WIDTH = 100
+"""The columns every line groundkit prints fits in."""
+
+
+def terminal_lines(text: str, width: int = TERMINAL_WIDTH) -> list[str]:
+    """``text`` (one message) as lines of at most ``width`` columns, continued lines indented two spaces.
+
+    Words are not broken: a path longer than a line stays whole on a line of its own, so it can still be copied.
+    """
+    return textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False,
+                         replace_whitespace=False, drop_whitespace=True) or [""]
 
 
 def markdown_text(text: str) -> str:

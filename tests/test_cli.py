@@ -53,7 +53,17 @@ def test_run_prints_an_aligned_readout_the_engine_and_its_warnings(tiny_corpus, 
     # The tiny corpus cuts into fewer chunks than the largest k (10): recall@10 is trivially 1.0.
     chunks = len((out / "chunks.jsonl").read_text().splitlines())
     assert chunks <= 10
-    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    # Issue 35 item 13: every line groundkit run prints, stdout and stderr (warnings, audit findings), fits 100
+    # columns; a long message wraps, its continuation indented two spaces.
+    assert max(map(len, result.stderr.splitlines())) <= 100, result.stderr
+    assert any(line.startswith("audit: trivial: ") for line in result.stderr.splitlines())
+    messages = []
+    for line in result.stderr.splitlines():
+        if line.startswith("  ") and messages:
+            messages[-1] += " " + line.strip()
+        else:
+            messages.append(line)
+    warnings = [message for message in messages if message.startswith("warning: ")]
     assert warnings == [f"warning: the corpus has {chunks} chunks, no more than the largest cut-off (k = 10): "
                         "recall@10 is 1.0 for any query that retrieves them all, whatever the ranking; add "
                         "documents, or use smaller chunks",

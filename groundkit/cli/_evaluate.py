@@ -13,6 +13,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from groundkit._text import terminal_lines
     from groundkit.config import load_params
     from groundkit.execution import described
     from groundkit.pipeline.runner import run
@@ -31,12 +32,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   inputs={"the params file": args.params}, warn=warnings.append)
     # The headline is what metrics.json holds, in its order (that of `dvc metrics show`).
     headline = list(json.loads((Path(args.out) / METRICS.name).read_text(encoding="utf-8")))
-    print(f"retriever {params.retrieve.retriever}, on the {described(params.execution)}")
-    for line in readout(summary, headline):
-        print(line)
-    print(f"artifacts written to {args.out}")
+    # Every line within TERMINAL_WIDTH columns: a long warning or finding wraps, indented, instead of running on.
+    for line in [f"retriever {params.retrieve.retriever}, on the {described(params.execution)}",
+                 *readout(summary, headline), f"artifacts written to {args.out}"]:
+        print("\n".join(terminal_lines(line)))
     for warning in warnings:
-        print(PREFIX + warning, file=sys.stderr)
+        print("\n".join(terminal_lines(PREFIX + warning)), file=sys.stderr)
     _print_findings(args.out, params)
     return 0
 
@@ -75,12 +76,13 @@ def _print_findings(out: str, params: Any) -> None:
     """The audit's findings of a finished run, on stderr: they inform, the metrics on stdout are the result."""
     from pathlib import Path
 
+    from groundkit._text import terminal_lines
     from groundkit.corpus.audit import AuditReport, findings
     from groundkit.pipeline.stages import AUDIT
 
     report = AuditReport.model_validate_json((Path(out) / AUDIT.name).read_bytes())
     for line in findings(report, params.audit):
-        print(f"audit: {line}", file=sys.stderr)
+        print("\n".join(terminal_lines(f"audit: {line}")), file=sys.stderr)
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from pathlib import Path

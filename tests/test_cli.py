@@ -83,7 +83,7 @@ def test_an_external_run_that_answers_one_query_is_warned_about(tmp_path):
     assert result.returncode == 0, result.stderr
     detail = json.loads((tmp_path / "out" / "detail.json").read_text())["answerable"]
     assert (detail["queries"], detail["false_abstentions"]) == (144, 143)
-    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    warnings = [line for line in result.stderr.replace("\n  ", " ").splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 1 and warnings[0].startswith(
         "warning: the run answers 1 of 144 answerable queries: 143 retrieved nothing and score 0 on every measure")
 

@@ -118,6 +118,8 @@ def _break(corpus: Path, judgments: Path, case: str) -> list[str]:
         last = json.loads(lines[-1])
         last["query"] = "snapshot sourdough"
         lines[-1] = json.dumps(last)
+        judgments.write_text("\n".join(lines) + "\n")
+        return ["--set", "audit.no_answer_shares_words=error"]  # warn, the default, reports it and runs
     elif case == "bad param":
         return ["--set", "chunk.overlap=999"]
     elif case == "unknown param":
@@ -192,8 +194,8 @@ def test_audit_command_prints_table_and_fails_on_leaks(tiny_corpus):
     ok = groundkit("audit", "--corpus", str(corpus), "--judgments", str(judgments))
     # q3 shares no word with the corpus at all: keyword search cannot find it, so it is not trivial.
     assert ok.returncode == 0 and "trivial share 66.7% of 3 answerable" in ok.stdout
-    _break(corpus, judgments, "no_answer leaks")
-    bad = groundkit("audit", "--corpus", str(corpus), "--judgments", str(judgments))
+    strict = _break(corpus, judgments, "no_answer leaks")
+    bad = groundkit("audit", "--corpus", str(corpus), "--judgments", str(judgments), *strict)
     assert bad.returncode == 1 and "'snapshot'" in bad.stderr
 
 

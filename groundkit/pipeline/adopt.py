@@ -78,10 +78,11 @@ def yaml_scalar(text: str) -> str:
     return text if plain_ok else json.dumps(text, ensure_ascii=False)
 
 
-def params_text(corpus: str, judgments: str, run: str) -> str:
-    """params.yaml with today's defaults and comments, pointing at these paths."""
+def params_text(corpus: str, judgments: str, run: str, *, no_answer_shares_words: str = "warn") -> str:
+    """params.yaml with today's defaults and comments, pointing at these paths (``error`` for groundkit's own golden
+    corpus, written to measure abstention; a team's gets the default, ``warn``)."""
     return _fill(template(PARAMS), {"corpus_root": yaml_scalar(corpus), "judgments": yaml_scalar(judgments),
-                                    "run": yaml_scalar(run)})
+                                    "run": yaml_scalar(run), "no_answer_shares_words": no_answer_shares_words})
 
 
 def workflow_text(install: str, script: str) -> str:

@@ -213,6 +213,38 @@ def test_init_refuses_what_it_cannot_set_up_and_writes_nothing(tmp_path):
     assert "is not inside a git repository" in _refused(plain, *args)
 
 
+@pytest.mark.parametrize(("blocker", "named"), [("scripts", "scripts"), (".github", ".github"),
+                                               (".github/workflows", ".github/workflows"),
+                                               (".gitignore", ".gitignore"), (".dvcignore", ".dvcignore"),
+                                               (RECORD, RECORD), (".dvc", ".dvc")])
+def test_init_checks_every_precondition_before_its_first_write(tmp_path, blocker, named):
+    # Issue 35 item 8: with a plain file named scripts (or .github) at the root, init ran dvc init and wrote
+    # dvc.yaml, params.yaml and the workflow, then died with "File exists" and never wrote .groundkit.json; the
+    # next init refused its own params.yaml. A folder where a file must go, or a file where a folder must, is
+    # refused before anything is written, and init then runs as if it had never been refused.
+    repo = team_repo(tmp_path)
+    args = ["--corpus", "data/docs", "--judgments", "data/judgments.jsonl"]
+    target = repo / blocker
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if blocker in (".gitignore", ".dvcignore", RECORD):
+        target.unlink(missing_ok=True)
+        target.mkdir()
+        (target / "keep").write_text("x\n", encoding="utf-8")
+    else:
+        target.write_text("a file of the team's\n", encoding="utf-8")
+    message = _refused(repo, *args)
+    assert f"{repo / named}:" in message, message
+    assert not (repo / ".dvc").is_dir() and not (repo / "dvc.yaml").exists() and not (repo / RECORD).is_file()
+    if target.is_dir():
+        shutil.rmtree(target)
+    else:
+        target.unlink()
+    (repo / ".gitignore").write_text("/.venv/\n", encoding="utf-8")
+    groundkit("init", *args, cwd=repo)
+    assert json.loads((repo / RECORD).read_text(encoding="utf-8"))["corpus"] == "data/docs"
+    groundkit("init", "--corpus", "data/docs", cwd=repo)  # the second init takes its own files as its own
+
+
 def test_a_workflow_the_team_wrote_is_left_alone_and_said_so(tmp_path):
     repo = team_repo(tmp_path)
     mine = repo / adopt.WORKFLOW

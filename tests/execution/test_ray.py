@@ -577,5 +577,5 @@ def test_any_other_error_ray_raises_while_a_step_runs_is_one_message_naming_ray(
     # A task's own failure, and groundkit's own errors, stay what they are.
     with pytest.raises(ZeroDivisionError), RayEngine("10.0.0.1:6379", source="params.yaml"):
         raise ZeroDivisionError
-    with pytest.raises(EngineError, match="^mine"), RayEngine("10.0.0.1:6379", source="params.yaml"):
+    with pytest.raises(EngineError, match=r"^mine"), RayEngine("10.0.0.1:6379", source="params.yaml"):
         raise EngineError("mine", fix="x")

@@ -123,11 +123,12 @@ TERMINAL_WIDTH = 100
 
 
 def terminal_lines(text: str, width: int = TERMINAL_WIDTH) -> list[str]:
-    """``text`` (one message) as lines of at most ``width`` columns, continued lines indented two spaces.
+    """``text`` (one message) escaped as :func:`terminal_text` escapes it, as lines of at most ``width`` columns,
+    continued lines indented two spaces.
 
     Words are not broken: a path longer than a line stays whole on a line of its own, so it can still be copied.
     """
-    return textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False,
+    return textwrap.wrap(terminal_text(text), width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False,
                          replace_whitespace=False, drop_whitespace=True) or [""]
 
 

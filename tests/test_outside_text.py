@@ -246,3 +246,13 @@ def test_an_error_quoting_outside_text_reaches_the_terminal_escaped(capsys, rais
     assert not CONTROL.search(err) and terminal_text(hostile) in err
     if raised == "input":
         assert "\n  fix: fix it" in err  # the message's own lines are kept
+
+
+def test_terminal_lines_escape_then_wrap_within_the_width():
+    from groundkit._text import terminal_lines
+
+    text = "audit: trivial: " + " ".join(f"q{i}\x1b[2J" for i in range(40))
+    lines = terminal_lines(text)
+    assert all(len(line) <= 100 for line in lines) and len(lines) > 1
+    assert all(line.startswith("  ") for line in lines[1:]) and not CONTROL.search("".join(lines))
+    assert " ".join(line.strip() for line in lines) == terminal_text(text)

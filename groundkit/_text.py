@@ -128,8 +128,8 @@ def terminal_lines(text: str, width: int = TERMINAL_WIDTH) -> list[str]:
 
     Words are not broken: a path longer than a line stays whole on a line of its own, so it can still be copied.
     """
-    return textwrap.wrap(terminal_text(text), width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False,
-                         replace_whitespace=False, drop_whitespace=True) or [""]
+    return textwrap.wrap(terminal_text(text), width, subsequent_indent="  ", break_long_words=False,
+                         break_on_hyphens=False, replace_whitespace=False, drop_whitespace=True) or [""]
 
 
 def markdown_text(text: str) -> str:

@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from types import FrameType
 
+from groundkit._text import terminal_text
 from groundkit.errors import GroundkitError, Terminated
 
 EXIT_ERROR = 1
@@ -55,6 +56,11 @@ def describe_os_error(exc: OSError) -> str:
     return f"{message}\n  fix: {fix}" if fix else message
 
 
+def _shown(message: str) -> str:
+    """A message for the terminal: its lines kept, any text it quotes from outside escaped (groundkit/_text.py)."""
+    return "\n".join(terminal_text(line) for line in message.split("\n"))
+
+
 def guarded(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None) -> int:
     """Run ``main``, turning a GroundkitError into one message on stderr and exit status 1."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -69,7 +75,7 @@ def guarded(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     except GroundkitError as exc:
         if debug:
             traceback.print_exc()
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_shown(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -80,14 +86,14 @@ def guarded(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     except OSError as exc:
         if debug:
             traceback.print_exc()
-        print(f"error: {describe_os_error(exc)}", file=sys.stderr)
+        print(f"error: {_shown(describe_os_error(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:
         if debug:
             traceback.print_exc()
         else:
             print(
-                f"internal error: {type(exc).__name__}: {exc}\n"
+                f"internal error: {type(exc).__name__}: {_shown(str(exc))}\n"
                 "  this is a bug in groundkit; re-run with --debug for a traceback and report it",
                 file=sys.stderr,
             )

@@ -8,7 +8,10 @@ The rules every command with an ``--out`` follows:
   command of the same kind: groundkit leaves a ``.groundkit-output`` file in
   every output folder, naming the command. Re-using such a folder takes
   ``force``, which replaces that command's own artifacts and keeps every other
-  file in it.
+  file in it. An artifact folder a user may add files to (an import's
+  ``corpus/``) is replaced only when it holds nothing the new artifacts lack:
+  otherwise the command refuses and names those files, since replacing the folder
+  would delete them.
 * A file ``--out`` (an audit report, a sweep table) may replace only a file the
   same command wrote, recognised by its content, and only with ``force``.
 
@@ -177,7 +180,7 @@ def _make_folder(folder: Path) -> list[Path]:
 @contextlib.contextmanager
 def output_folder(
     out: str | Path, *, command: str, artifacts: Sequence[str], inputs: Mapping[str, str | Path | None],
-    force: bool = False,
+    force: bool = False, open_folders: Sequence[str] = (),
 ) -> Iterator[Path]:
     """Yield a scratch folder to write ``artifacts`` into; move them into ``out`` if the block succeeds.
 
@@ -185,8 +188,11 @@ def output_folder(
     folders created for it are removed and ``out`` is left as it was. An ``OSError`` about a scratch file is
     re-raised naming the path in ``out`` it stood for.
 
+    ``open_folders`` are those of ``artifacts`` that are folders a user may add files to (an imported corpus).
+
     Raises:
-        OutputError: if ``command`` may not write into ``out`` (see the module docstring).
+        OutputError: if ``command`` may not write into ``out`` (see the module docstring), or one of
+            ``open_folders`` there holds a file the new artifacts do not (nothing is replaced then).
     """
     out = Path(out)
     existed = check_folder(out, command=command, inputs=inputs, force=force)
@@ -204,7 +210,7 @@ def output_folder(
         with synced_later(scratch) as sync:
             yield scratch
             sync()  # every artifact durable before any is published
-        _commit(scratch, out, existed, artifacts, command)
+        _commit(scratch, out, existed, artifacts, command, open_folders)
     except BaseException as exc:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -219,7 +225,28 @@ def output_folder(
     shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _commit(scratch: Path, out: Path, existed: bool, artifacts: Sequence[str], command: str) -> None:
+def _files(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink()}
+
+
+def _refuse_foreign_files(scratch: Path, out: Path, open_folders: Sequence[str]) -> None:
+    """Refuse to replace a folder of ``out`` that holds files its new version (in ``scratch``) does not: a user's
+    own, or an earlier import's of other data; either way replacing the folder would delete them unasked."""
+    for name in open_folders:
+        old = out / name
+        if not old.is_dir() or old.is_symlink():
+            continue
+        foreign = sorted(_files(old) - (_files(scratch / name) if (scratch / name).is_dir() else set()))
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise OutputError(old, f"holds {len(foreign)} file{'s' if len(foreign) > 1 else ''} this import does "
+                              f"not write: {shown}; --force replaces the folder whole and would delete them",
+                              fix=f"move them out of {old} (anywhere else in --out is kept) or delete them, then run "
+                                  "again; nothing was replaced")
+
+
+def _commit(scratch: Path, out: Path, existed: bool, artifacts: Sequence[str], command: str,
+            open_folders: Sequence[str] = ()) -> None:
     marker = dumps_json({"command": command, "format": _FORMAT})
     if not existed:
         # Whatever a step left beside its artifacts stays out of --out, as it does when replacing with --force.
@@ -243,6 +270,7 @@ def _commit(scratch: Path, out: Path, existed: bool, artifacts: Sequence[str], c
         (out / SCRATCH_MARKER).unlink()
         return
     with _locked(out):
+        _refuse_foreign_files(scratch, out, open_folders)
         atomic_write_text(out / MARKER, marker)
         # Old artifacts go into the scratch folder, which is removed afterwards: a rename each, on one file system.
         retired = scratch / ".retired"

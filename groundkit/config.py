@@ -326,15 +326,17 @@ class AuditParams(_Section):
             fail. ``None`` (the default, ``null`` in YAML) reports the findings and fails nothing, so
             a small or new corpus is measured before it is tuned; a team sets it once its corpus is
             meant to hold (the golden corpus is held to 10% by tests/test_corpus_integrity.py).
-        no_answer_may_share_words: Whether a no_answer judgment may share a word with the corpus. False (the
-            design record's rule) refuses it: abstention is "returned nothing", and such a query returns
-            something. Imported question answering data (SQuAD 2.0's unanswerable questions) always shares
-            words; True accepts it, counts it in the audit, and leaves abstention to say little and
-            ``no_answer.separability`` (threshold-free) to say how well the top score tells the two apart.
+        no_answer_shares_words: What a no_answer judgment whose query shares a word with the corpus does. Abstention
+            is "returned nothing", and BM25 returns something for such a query, so its abstention cannot be
+            measured; ``no_answer.separability`` (threshold-free) says how well the top score tells the two apart.
+            ``warn`` (the default) counts it in the audit and says so: imported question answering data (SQuAD
+            2.0's unanswerable questions) and a team's natural unanswerable questions always share words.
+            ``error`` refuses it, the design record's rule for a corpus written to measure abstention (the
+            golden corpus's params.yaml sets it). ``judgments check``, ``audit`` and the pipeline all read it.
     """
 
     max_trivial_share: float | None = Field(default=None, ge=0.0, le=1.0)
-    no_answer_may_share_words: bool = False
+    no_answer_shares_words: Literal["warn", "error"] = "warn"
 
 
 NO_FILE = "params"
@@ -448,8 +450,21 @@ class Params(_Section):
         return data
 
 
+def _refuse_replaced_keys(data: dict[str, Any], source: str | Path) -> None:
+    """A key groundkit replaced gets the line to write instead, not "unknown key": its meaning carries over."""
+    audit = data.get("audit")
+    if isinstance(audit, dict) and "no_answer_may_share_words" in audit:
+        old = audit["no_answer_may_share_words"]
+        value = "warn" if old is True else "error"
+        meaning = "" if value == "warn" else " (what false meant; warn, the default, reports such queries instead)"
+        raise ParamsError(source, "was replaced by audit.no_answer_shares_words (warn | error, default warn)",
+                          key="audit.no_answer_may_share_words",
+                          fix=f"write `no_answer_shares_words: {value}` in the audit section in its place{meaning}")
+
+
 def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
     """Validate raw params read from ``source``, naming ``source`` and the offending dotted key on error."""
+    _refuse_replaced_keys(data, source)
     try:
         params = Params.model_validate(data)
     except ValidationError as exc:

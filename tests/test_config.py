@@ -198,3 +198,21 @@ def test_corpus_patterns_are_checked_before_any_work(value, problem):
         load_params(None, [f"corpus.exclude={value}"])
     assert info.value.key == "corpus.exclude" and problem in info.value.problem and "corpus.exclude" in info.value.fix
     assert load_params(None, ["corpus.include=['**/*.md']"]).corpus.include == ["**/*.md"]
+
+
+@pytest.mark.parametrize(("old", "new"), [("true", "warn"), ("false", "error")])
+def test_the_replaced_no_answer_key_names_the_new_key_and_the_value_to_write(tmp_path, old, new):
+    # Issue 35 item 9: audit.no_answer_may_share_words became audit.no_answer_shares_words: warn | error.
+    path = tmp_path / "params.yaml"
+    path.write_text(f"audit:\n  no_answer_may_share_words: {old}\n", encoding="utf-8")
+    for load in (lambda: load_params(path), lambda: load_params(None, [f"audit.no_answer_may_share_words={old}"])):
+        with pytest.raises(ParamsError) as caught:
+            load()
+        message = str(caught.value)
+        assert message.count("no_answer_shares_words") == 2, message  # one message: the new key, then the value
+        assert "key 'audit.no_answer_may_share_words'" in message
+        assert f"write `no_answer_shares_words: {new}` in the audit section" in message
+    assert load_params(None).audit.no_answer_shares_words == "warn"
+    assert load_params(None, ["audit.no_answer_shares_words=error"]).audit.no_answer_shares_words == "error"
+    with pytest.raises(ParamsError, match=r"audit\.no_answer_shares_words"):
+        load_params(None, ["audit.no_answer_shares_words=true"])

@@ -20,12 +20,12 @@ def add_inputs(parser: argparse.ArgumentParser, *, params_help: str, set_example
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help=f"override a parameter, e.g. --set {set_example} (repeatable)")
 
-def add_selection(parser: argparse.ArgumentParser) -> None:
+def add_selection(parser: argparse.ArgumentParser, params_help: str | None = None) -> None:
     """--params and --set for a command that reads a corpus but runs nothing: corpus.include and corpus.exclude
     say which files are documents, as in a run."""
     parser.add_argument("--params", default=None,
-                        help="params.yaml whose corpus.include and corpus.exclude say which files are documents "
-                             "(default: every file under --corpus)")
+                        help=params_help or "params.yaml whose corpus.include and corpus.exclude say which files are "
+                                            "documents (default: every file under --corpus)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a parameter, e.g. --set \"corpus.exclude=['*.pdf']\" (repeatable)")
 

@@ -13,6 +13,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from groundkit._text import terminal_lines
     from groundkit.config import load_params
     from groundkit.execution import described
     from groundkit.pipeline.runner import run
@@ -31,12 +32,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   inputs={"the params file": args.params}, warn=warnings.append)
     # The headline is what metrics.json holds, in its order (that of `dvc metrics show`).
     headline = list(json.loads((Path(args.out) / METRICS.name).read_text(encoding="utf-8")))
-    print(f"retriever {params.retrieve.retriever}, on the {described(params.execution)}")
-    for line in readout(summary, headline):
-        print(line)
-    print(f"artifacts written to {args.out}")
+    # Every line within TERMINAL_WIDTH columns: a long warning or finding wraps, indented, instead of running on.
+    for line in [f"retriever {params.retrieve.retriever}, on the {described(params.execution)}",
+                 *readout(summary, headline), f"artifacts written to {args.out}"]:
+        print("\n".join(terminal_lines(line)))
     for warning in warnings:
-        print(PREFIX + warning, file=sys.stderr)
+        print("\n".join(terminal_lines(PREFIX + warning)), file=sys.stderr)
     _print_findings(args.out, params)
     return 0
 
@@ -58,7 +59,7 @@ def _cmd_score_trec(args: argparse.Namespace) -> int:
         raise InputError("--measures", str(exc), fix="name measures such as ndcg@10,recall@10,mrr,set_recall@100"
                          ) from None
     scored = score_trec(args.run_file, args.qrels, args.out, measures=measures, headline_names=wanted,
-                        force=args.force)
+                        force=args.force, empty_qrels_as_no_answer=args.empty_qrels_as_no_answer)
     answerable, no_answer = scored.detail["answerable"], scored.detail["no_answer"]
     shown = ", ".join(f"{name}={answerable[name]:.4f}" for name in scored.measures if name in answerable)
     print(f"answerable ({answerable['queries']}): {shown}")
@@ -75,12 +76,13 @@ def _print_findings(out: str, params: Any) -> None:
     """The audit's findings of a finished run, on stderr: they inform, the metrics on stdout are the result."""
     from pathlib import Path
 
+    from groundkit._text import terminal_lines
     from groundkit.corpus.audit import AuditReport, findings
     from groundkit.pipeline.stages import AUDIT
 
     report = AuditReport.model_validate_json((Path(out) / AUDIT.name).read_bytes())
     for line in findings(report, params.audit):
-        print(f"audit: {line}", file=sys.stderr)
+        print("\n".join(terminal_lines(f"audit: {line}")), file=sys.stderr)
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from pathlib import Path
@@ -166,6 +168,9 @@ def add(commands: Any) -> None:
                       help="params.yaml (for score.measures and score.headline, when --measures is not given)")
     trec.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                       help="override a parameter, e.g. --set score.headline=[ndcg@10] (repeatable)")
+    trec.add_argument("--empty-qrels-as-no-answer", action="store_true",
+                      help="make a query whose qrels grade no document above 0 no_answer, left out of the means "
+                           "(default: it scores 0 and counts, as trec_eval -c)")
     trec.add_argument("--force", action="store_true", help=FORCE_HELP)
     trec.set_defaults(handler=_cmd_score_trec)
 

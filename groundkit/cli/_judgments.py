@@ -13,9 +13,26 @@ if TYPE_CHECKING:
 
 
 def _cmd_judgments_check(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from groundkit._text import terminal_lines
+    from groundkit.config import load_params
+    from groundkit.corpus.audit import audit, check_no_answer, no_answer_warning
     from groundkit.corpus.authoring import check
 
-    judgments = check(corpus_by_path(args.corpus, args), args.judgments, args.corpus)
+    # The repository's params.yaml, where there is one: CI's check then agrees with audit and the pipeline on
+    # audit.no_answer_shares_words (and selects the documents, and tokenizes, as they do).
+    if args.params is None and Path("params.yaml").is_file():
+        args.params = "params.yaml"
+    corpus = corpus_by_path(args.corpus, args)
+    judgments = check(corpus, args.judgments, args.corpus)
+    params = load_params(args.params, args.set)
+    if any(j.gold == [] for j in judgments):  # only no_answer judgments can leak: no tokenizing without one
+        report = audit(list(corpus.values()), [j for j in judgments if not j.gold], params.tokenize)
+        check_no_answer(report, params.audit, str(args.judgments))
+        warning = no_answer_warning(report)
+        if warning:
+            print("\n".join(terminal_lines(f"warning: {warning}")), file=sys.stderr)
     quotes = sum(1 for j in judgments for g in j.gold if g.quote is not None)
     print(f"{args.judgments}: {len(judgments)} judgments; ids unique and ascending, all {quotes} quotes resolve "
           "exactly once, canonical form")
@@ -340,7 +357,9 @@ def add(commands: Any) -> None:
                                "resolves exactly once, the file in canonical form")
     check.add_argument("--corpus", required=True, help="directory of documents")
     check.add_argument("--judgments", required=True, help="judgments JSONL file")
-    add_selection(check)
+    add_selection(check, params_help="params.yaml: corpus.include and corpus.exclude say which files are documents, "
+                  "audit.no_answer_shares_words what a no_answer query sharing a word with the corpus does "
+                  "(default: ./params.yaml when there is one, as in the repository's CI)")
     check.set_defaults(handler=_cmd_judgments_check)
     fmt = actions.add_parser("fmt", help="rewrite the file in place in canonical form (sorted, one object a line)")
     fmt.add_argument("--judgments", required=True, help="judgments JSONL file")

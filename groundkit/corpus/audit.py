@@ -14,12 +14,14 @@ fail a run only where ``audit.max_trivial_share`` says so:
   outside its gold set share a content word with the query (the index's
   tokenizer less English function words: every document shares "the");
 * duplicated quotes: a gold quote that also occurs in another document,
-  verbatim or after collapsing whitespace and case. A retriever returning
-  that other passage is counted wrong, so the labels are incomplete there.
+  verbatim or after collapsing whitespace and case, where the same judgment
+  does not hold it as gold too. A retriever returning that other passage is
+  counted wrong, so the labels are incomplete there.
 
-One check is an *error*, whatever the gate: a no_answer query must share no
-token with the corpus, because abstention is measured as "retrieval returned
-nothing" (no score threshold), so such a judgment could never be passed.
+A no_answer query that shares a token with the corpus is a *leak*: abstention is measured as "retrieval
+returned nothing" (no score threshold), and BM25 returns something for it, so its abstention cannot be measured.
+``audit.no_answer_shares_words`` says what a leak does: ``warn`` (the default) reports it and points at
+``no_answer.separability``; ``error`` refuses the judgments (the golden corpus, written to measure abstention).
 """
 
 from __future__ import annotations
@@ -194,7 +196,10 @@ def duplicated_quotes(documents: Sequence[Document], judgments: Sequence[Judgmen
             inner = tokenize(gold.quote)[1:-1]
             candidates = set(texts) if not inner else set.intersection(*(words.get(w, set()) for w in inner))
             plain = normalise(gold.quote)
-            for path in sorted(candidates - {gold.document}):
+            # Where the judgment already holds this text as gold (the finding's own advice, followed), or the
+            # whole document, the other occurrence counts as relevant: nothing is missing there.
+            covered = {g.document for g in judgment.gold if g.quote is None or plain in normalise(g.quote)}
+            for path in sorted(candidates - covered - {gold.document}):
                 if gold.quote in texts[path]:
                     match: Literal["verbatim", "normalised"] = "verbatim"
                 elif plain in normalised.setdefault(path, normalise(texts[path])):
@@ -211,24 +216,41 @@ GATE_FIX = ("reword those queries so their words also occur in competing documen
             "audit.max_trivial_share or set it to null (report without failing) in params.yaml")
 
 
-def check_audit(report: AuditReport, params: AuditParams, judgments_path: str) -> None:
-    """Raise on a broken label (a no_answer query sharing a token with the corpus, unless
-    ``audit.no_answer_may_share_words``), and when the gate is set (``audit.max_trivial_share``) and the share of
-    trivial judgments is above it."""
-    if report.no_answer_leaks and not params.no_answer_may_share_words:
+def check_no_answer(report: AuditReport, params: AuditParams, judgments_path: str) -> None:
+    """Raise on a no_answer query sharing a token with the corpus when ``audit.no_answer_shares_words`` is
+    ``error``; ``judgments check``, ``audit`` and the pipeline all call this one check."""
+    if report.no_answer_leaks and params.no_answer_shares_words == "error":
         first = report.no_answer_leaks[0]
         shown = ", ".join(f"{t!r} (in {', '.join(docs)})" for t, docs in first.tokens.items())
         raise JudgmentsError(
             judgments_path,
             f"no_answer judgment {first.query_id!r} shares tokens with the corpus: {shown}; it would "
             f"retrieve something and count as a failed abstention "
-            f"({len(report.no_answer_leaks)} such judgment(s) in all)",
+            f"({len(report.no_answer_leaks)} such judgment(s) in all; audit.no_answer_shares_words is error)",
             fix="reword the query with words that occur nowhere in the corpus (see the guide's docs/judgments.md); "
-                "or, for "
-                "imported data whose unanswerable questions are meant to share words (SQuAD 2.0), set "
-                "audit.no_answer_may_share_words: true and read no_answer.separability",
+                "or, where "
+                "unanswerable questions share words by nature (SQuAD 2.0, a team's own questions), set "
+                "audit.no_answer_shares_words: warn and read no_answer.separability",
             line=first.line or None,
         )
+
+
+def no_answer_warning(report: AuditReport) -> str | None:
+    """What ``audit.no_answer_shares_words: warn`` says about no_answer queries sharing words; None without any."""
+    leaks = report.no_answer_leaks
+    if not leaks:
+        return None
+    shown = ", ".join(leak.query_id for leak in leaks[:SHOWN]) + (f" and {len(leaks) - SHOWN} more"
+                                                                    if len(leaks) > SHOWN else "")
+    return (f"{len(leaks)} no_answer judgment(s) share a word with the corpus ({shown}): BM25 returns something "
+            "for them, so abstention (\"returned nothing\") cannot be measured for them; read "
+            "no_answer.separability (audit.no_answer_shares_words: warn; error refuses them)")
+
+
+def check_audit(report: AuditReport, params: AuditParams, judgments_path: str) -> None:
+    """Raise on a no_answer leak under ``audit.no_answer_shares_words: error`` (:func:`check_no_answer`), and when
+    the gate is set (``audit.max_trivial_share``) and the share of trivial judgments is above it."""
+    check_no_answer(report, params, judgments_path)
     limit = params.max_trivial_share
     if limit is not None and report.trivial_share > limit:
         raise JudgmentsError(
@@ -266,10 +288,9 @@ def findings(report: AuditReport, params: AuditParams) -> list[str]:
                      f"{shown}{more}")
     else:
         lines.append("duplicated quotes: none")
-    if report.no_answer_leaks and params.no_answer_may_share_words:
-        lines.append(f"no_answer sharing words: {len(report.no_answer_leaks)} no_answer judgment(s) share a word "
-                     "with the corpus (allowed by audit.no_answer_may_share_words): a lexical retriever returns "
-                     "something for them, so read no_answer.separability rather than the abstention rate")
+    warning = no_answer_warning(report)
+    if warning and params.no_answer_shares_words == "warn":
+        lines.append(f"no_answer sharing words: {warning}")
     limit = params.max_trivial_share
     if limit is None:
         lines.append("gate: none (audit.max_trivial_share is null): these findings fail nothing")

@@ -487,8 +487,9 @@ def import_beir(
     for path in (corpus_path, queries_path, qrels_path):
         _require_file(path)
 
+    # A user may add documents to the corpus folder: --force refuses to delete them (groundkit/_outputs.py).
     with output_folder(out, command="import-beir", artifacts=(CORPUS_DIR, JUDGMENTS, MANIFEST),
-                       inputs={"the BEIR dataset folder": source}, force=force) as tmp:
+                       open_folders=(CORPUS_DIR,), inputs={"the BEIR dataset folder": source}, force=force) as tmp:
         corpus = _write_corpus(corpus_path, tmp / CORPUS_DIR, drop_empty=drop_empty)
         queries = _read_queries(queries_path)
         qrels = _read_qrels(qrels_path, queries, corpus, strict=strict)

@@ -438,8 +438,9 @@ def import_squad(
         handle = source.open("rb")
     except OSError as exc:
         raise DatasetError(source, f"cannot be read ({exc.strerror})", fix="check its permissions") from None
+    # A user may add documents to the corpus folder: --force refuses to delete them (groundkit/_outputs.py).
     with handle, output_folder(out, command="import-squad", artifacts=(CORPUS_DIR, JUDGMENTS, MANIFEST),
-                               inputs={"the input file": source}, force=force) as tmp:
+                               open_folders=(CORPUS_DIR,), inputs={"the input file": source}, force=force) as tmp:
         (tmp / CORPUS_DIR).mkdir()
         importer = _Importer(source, tmp / CORPUS_DIR, category=Category(category), strict=strict)
         compressed = handle.read(2) == GZIP_MAGIC

@@ -151,11 +151,15 @@ class RayEngine:
                          logging_level=logging.ERROR, **options)
         except BaseException as exc:
             self._stop_watch()
+            if isinstance(exc, KeyboardInterrupt | SystemExit | GroundkitError) or not isinstance(exc, Exception):
+                raise
+            if where == "local":  # nothing to connect to: Ray's own processes did not start (a timeout under load)
+                raise _rays_error("could not start on this machine", exc) from None
             if isinstance(exc, ConnectionError | TimeoutError | ValueError | RuntimeError):
                 raise self._unreachable(where, str(exc)) from None
             if isinstance(exc, ray.exceptions.RayError):
                 raise self._lost("connecting", exc) from None
-            raise
+            raise _rays_error(f"failed while connecting to {where}", exc) from None
         self._owns_connection = True
         if self._watch is None and not client:
             self._watch = _Watch(ray.get_runtime_context().gcs_address, patience, lost)
@@ -212,6 +216,8 @@ class RayEngine:
         finally:
             if lost and error is not None:
                 raise self._lost("the step ran", error) from None
+            if error is not None and _is_rays(error) and not isinstance(error, GroundkitError):
+                raise _rays_error("failed while the step ran", error) from None
 
     def _gather(self, refs: Sequence[Any]) -> list[Any]:
         """``ray.get(refs)``, waited for in slices, so that a cluster lost meanwhile ends the wait with an error.
@@ -460,6 +466,26 @@ def _sigterm_kept() -> Iterator[None]:
     finally:
         if main and before is not None:
             signal.signal(signal.SIGTERM, before)
+
+
+def _is_rays(error: BaseException) -> bool:
+    """Whether ``error`` is one of Ray's own (not a task's failure, which Ray reports as the task's error)."""
+    import ray.exceptions
+
+    if isinstance(error, ray.exceptions.RayTaskError):
+        return False
+    return isinstance(error, ray.exceptions.RayError) or type(error).__module__.split(".")[0] == "ray"
+
+
+def _rays_error(doing: str, cause: BaseException) -> EngineError:
+    """One message for an error Ray raised that groundkit has no better words for: whose it is, and what to try."""
+    lines = str(cause).strip().splitlines()
+    reason = f"{type(cause).__name__}: {lines[0]}" if lines else type(cause).__name__
+    return EngineError(
+        f"Ray {doing} ({reason}); this is an error of Ray's, not of groundkit's",
+        fix="run the step again (Ray's processes can time out while the machine is loaded); `ray stop` ends a Ray "
+            "left over from an earlier run; `ray status` shows the cluster; Ray's logs are under /tmp/ray; or set "
+            "execution.engine: local, which writes the same bytes")
 
 
 def _is_loss(error: BaseException) -> bool:

@@ -78,10 +78,11 @@ def yaml_scalar(text: str) -> str:
     return text if plain_ok else json.dumps(text, ensure_ascii=False)
 
 
-def params_text(corpus: str, judgments: str, run: str) -> str:
-    """params.yaml with today's defaults and comments, pointing at these paths."""
+def params_text(corpus: str, judgments: str, run: str, *, no_answer_shares_words: str = "warn") -> str:
+    """params.yaml with today's defaults and comments, pointing at these paths (``error`` for groundkit's own golden
+    corpus, written to measure abstention; a team's gets the default, ``warn``)."""
     return _fill(template(PARAMS), {"corpus_root": yaml_scalar(corpus), "judgments": yaml_scalar(judgments),
-                                    "run": yaml_scalar(run)})
+                                    "run": yaml_scalar(run), "no_answer_shares_words": no_answer_shares_words})
 
 
 def workflow_text(install: str, script: str) -> str:
@@ -168,6 +169,7 @@ def init(root: Path, request: Request, version: str) -> Outcome:
         verb, note = plan[path]
         if verb == "refuse":
             raise RepositoryError(root / path, note, fix=_REFUSAL_FIX[path])
+    _check_writable(root, [path for path, (verb, _) in plan.items() if verb in ("write", "rewrite")])
     outcome = Outcome()
     if not (root / ".dvc").is_dir():
         _dvc_init(root)
@@ -234,6 +236,28 @@ def _decide(root: Path, path: str, text: str, recorded: str | None, request: Req
         return "rewrite", ""
     how = "--upgrade" if path in RENDERED_FOR_VERSION else "--force"
     return "kept", f"groundkit wrote it and nobody changed it; `groundkit init {how}` renders it again"
+
+
+def _check_writable(root: Path, files: Iterable[str]) -> None:
+    """Refuse, before anything is written, a file where a folder must be (or the reverse) on any path init writes:
+    ``files``, the ignore files, the record and DVC's folder. Found later, it left half a setup behind."""
+    needed = {".dvc": "a folder", RECORD: "a file", **dict.fromkeys(IGNORES, "a file")}
+    for path in files:
+        needed[path] = "a file"
+        for parent in PurePosixPath(path).parents:
+            if str(parent) != ".":
+                needed.setdefault(str(parent), "a folder")
+    for path, kind in sorted(needed.items()):
+        target = root / path
+        if not target.exists() and not target.is_symlink():
+            continue
+        if kind == "a folder" and not target.is_dir():
+            inside = ", ".join(sorted(f for f in files if f.startswith(path + "/"))) or "dvc init's files"
+            raise RepositoryError(target, f"is a file, where groundkit init needs a folder (for {inside})",
+                                  fix="rename or move that file, then run groundkit init again; nothing was written")
+        if kind == "a file" and not target.is_file():
+            raise RepositoryError(target, "is not a file, where groundkit init writes one",
+                                  fix="rename or move it, then run groundkit init again; nothing was written")
 
 
 def _check_git_root(root: Path) -> None:

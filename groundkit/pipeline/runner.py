@@ -17,6 +17,7 @@ from pathlib import Path
 
 from groundkit._collector import fewer_collections
 from groundkit._outputs import output_folder
+from groundkit._text import terminal_lines
 from groundkit.config import Params
 from groundkit.pipeline.stages import (
     ARTIFACTS,
@@ -92,4 +93,4 @@ def run(
 
 
 def _to_stderr(warning: str) -> None:
-    print(PREFIX + warning, file=sys.stderr)
+    print("\n".join(terminal_lines(PREFIX + warning)), file=sys.stderr)

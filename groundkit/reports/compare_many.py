@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from groundkit._text import markdown_code, markdown_text
 from groundkit.errors import CompareError
 from groundkit.reports.compare import (
     VERDICTS,
@@ -240,7 +241,7 @@ def render_markdown_many(result: ManyComparison) -> str:
     corrected = correction_text(result.correction, result.tests)
     mark = "p" if result.correction == "none" else "corrected p"
     lines = [
-        f"## groundkit compare: `{b.label}` against {len(result.candidates)} candidates",
+        f"## groundkit compare: {markdown_code(b.label)} against {len(result.candidates)} candidates",
         "",
         f"Paired over {result.queries} answerable queries (same judgments, hash "
         f"`{short_hash(b.metadata['judgments_hash'])}`). 95% CI: paired bootstrap; p: paired randomization test; "
@@ -252,9 +253,10 @@ def render_markdown_many(result: ManyComparison) -> str:
     ]
     baseline_values = {k: v[0] for r in result.candidates for k, v in r.params_changed.items()}
     if baseline_values:
-        shown = ", ".join(f"{k}={'(not set)' if v is None else v}" for k, v in sorted(baseline_values.items()))
+        shown = markdown_text(", ".join(f"{k}={'(not set)' if v is None else v}"
+                                        for k, v in sorted(baseline_values.items())))
         lines += [f"Baseline parameters that candidates change: {shown}.", ""]
-    changed_corpus = [r.side.label for r in result.candidates if r.corpus_change]
+    changed_corpus = [markdown_code(r.side.label) for r in result.candidates if r.corpus_change]
     if changed_corpus:
         lines += [f"**Corpus changed** (`--allow-corpus-change`) for {', '.join(changed_corpus)}: the same "
                   "judgments were scored over other documents.", ""]
@@ -266,7 +268,8 @@ def render_markdown_many(result: ManyComparison) -> str:
             p = r.p_adjusted[m]
             star = " *" if p is not None and p < result.alpha else ""
             interval, raw = interval_cells(s)
-            lines.append(f"| {r.side.label} | {_changes(r)} | {m} | {number_text(s.baseline, m)} | "
+            lines.append(f"| {markdown_code(r.side.label)} | {markdown_text(_changes(r))} | {m} | "
+                         f"{number_text(s.baseline, m)} | "
                          f"{number_text(s.candidate, m)} | {signed_text(s.delta, m)}{star} | {interval} | {raw} | "
                          f"{_adjusted(p)} | {effect_text(s)} | {counts_text(s)} |")
     lines += ["", "### Per category", "",
@@ -278,20 +281,23 @@ def render_markdown_many(result: ManyComparison) -> str:
         for category, stats in r.by_category.items():
             for s in stats:
                 interval, raw = interval_cells(s)
-                lines.append(f"| {r.side.label} | {category} | {s.queries} | {s.metric} | "
+                lines.append(f"| {markdown_code(r.side.label)} | {markdown_text(category)} | {s.queries} | "
+                             f"{s.metric} | "
                              f"{signed_text(s.delta, s.metric)} | {interval} | {raw} | {effect_text(s)} | "
                              f"{counts_text(s)} |")
     lines.append("")
     lines += detectable_lines(result.detectable, result.alpha)
     if result.left_out:
-        lines += ["Left out of `--experiments`: " + "; ".join(f"{name}: {why}" for name, why in result.left_out)
-                  + ".", ""]
+        left_out = "; ".join(f"{markdown_text(name)}: {why}" for name, why in result.left_out)
+        lines += [f"Left out of `--experiments`: {left_out}.", ""]
     lines.append(f"**Verdicts: {result.verdict}** at alpha = {result.alpha} on {', '.join(result.gate)}, "
                  f"{corrected}:")
     lines.append("")
     for r in result.candidates:
-        lines.append(f"- `{r.side.label}` ({_changes(r)}): **{r.verdict}**, {_reason(r, result)}.")
-    regressed = [f"{r.side.label} ({', '.join(r.regressions)})" for r in result.candidates if r.regressions]
+        lines.append(f"- {markdown_code(r.side.label)} ({markdown_text(_changes(r))}): **{r.verdict}**, "
+                     f"{_reason(r, result)}.")
+    regressed = [f"{markdown_code(r.side.label)} ({', '.join(r.regressions)})" for r in result.candidates
+                 if r.regressions]
     if regressed:
         lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {'; '.join(regressed)}.")
     lines += [f"Note: {note}." for note in result.gate_notes]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 
+from groundkit._text import terminal_text
 from groundkit.reports.compare import ALL, Comparison, Stat
 from groundkit.reports.compare_many import ManyComparison
 from groundkit.reports.compare_text import (
@@ -94,7 +95,8 @@ def render_text(result: Comparison, *, top: int = 10) -> str:
     tests = sum(1 for p in result.p_adjusted.values() if p is not None)
     stats = {s.metric: s for s in result.overall}
     reason = verdict_reason(result.gate, stats, result.p_adjusted, result.alpha, result.traded, result.costs)
-    lines = [*_wrap(f"groundkit compare: {b.label} -> {c.label}, paired over {answerable} answerable queries"), ""]
+    lines = [*_wrap(f"groundkit compare: {terminal_text(b.label)} -> {terminal_text(c.label)}, paired over "
+                    f"{answerable} answerable queries"), ""]
     lines += _wrap(f"Verdict: {result.verdict}, as {reason}.")
     lines += _wrap(f"Gated at alpha {result.alpha}, {correction_text(result.correction, tests)}; * marks corrected p "
                    "below alpha.")
@@ -146,10 +148,10 @@ def render_text(result: Comparison, *, top: int = 10) -> str:
                                                                 if len(moved) > shown else "")]
         if moved:
             ranks = [f"{_rank(r['rank_before'])} -> {_rank(r['rank_after'])}" for r in moved[:shown]]
-            ids = [r["query_id"] for r in moved[:shown]]
+            ids = [terminal_text(r["query_id"]) for r in moved[:shown]]
             fixed = max(map(len, ids)) + max(map(len, ranks)) + 6
             for query_id, rank, row in zip(ids, ranks, moved[:shown], strict=True):
-                query = _cut(row["query"], WIDTH - fixed)
+                query = _cut(terminal_text(row["query"]), WIDTH - fixed)  # escaped first: the cut counts what shows
                 lines.append(f"  {query_id:<{max(map(len, ids))}}  {rank:<{max(map(len, ranks))}}  {query}".rstrip())
     lines += ["", *_wrap(f"95% CI: paired bootstrap; p: paired randomization test; {RESAMPLES:,} resamples, "
                          f"seed {SEED}. --format md for the pull-request comment, --format json for machines.")]
@@ -162,8 +164,8 @@ def _rank(rank: int | None) -> str:
 
 def render_text_many(result: ManyComparison) -> str:
     """An N-way comparison as plain text: each candidate's verdict and why, then its gated metrics."""
-    lines = [*_wrap(f"groundkit compare: {result.baseline.label} against {len(result.candidates)} candidates, "
-                    f"paired over {result.queries} answerable queries"), ""]
+    lines = [*_wrap(f"groundkit compare: {terminal_text(result.baseline.label)} against "
+                    f"{len(result.candidates)} candidates, paired over {result.queries} answerable queries"), ""]
     lines += _wrap(f"Verdicts: {result.verdict}.")
     for note in result.gate_notes:
         lines += _wrap(f"Note: {note}.")
@@ -174,7 +176,8 @@ def render_text_many(result: ManyComparison) -> str:
         stats = {s.metric: s for s in r.overall}
         changes = ", ".join(f"{k}={'(not set)' if v[1] is None else v[1]}" for k, v in r.params_changed.items())
         reason = verdict_reason(result.gate, stats, r.p_adjusted, result.alpha, r.traded, r.costs)
-        lines += ["", *_wrap(f"{r.side.label} ({changes or 'no parameter changed'}): {r.verdict}, "
+        lines += ["", *_wrap(f"{terminal_text(r.side.label)} ({terminal_text(changes) or 'no parameter changed'}): "
+                             f"{r.verdict}, "
                              f"as {reason}.")]
         if r.regressions:
             lines += _wrap(f"Gate: regression beyond the allowed drop of {result.max_drop}: "
@@ -188,7 +191,7 @@ def render_text_many(result: ManyComparison) -> str:
         lines += ["", *_wrap(f"These {result.queries} queries can detect a change of about "
                              f"{', '.join(detectable)} (80% power); a smaller one is likely to be missed.")]
     if result.left_out:
-        left_out = "; ".join(f"{n}: {why}" for n, why in result.left_out)
+        left_out = "; ".join(f"{terminal_text(n)}: {why}" for n, why in result.left_out)
         lines += ["", *_wrap(f"Left out of --experiments: {left_out}.")]
     lines += ["", *_wrap("--format md for the pull-request comment (with categories), --format json for machines.")]
     return "\n".join(lines) + "\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundkit._text import markdown_code, markdown_text
 from groundkit.reports.compare import ALL, Comparison, Detectable, Stat, short_hash
 from groundkit.reports.stats import POWER, RESAMPLES, SEED
 from groundkit.scoring.measures import MEASURES
@@ -134,7 +135,7 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
     answerable = result.overall[0].queries if result.overall else 0
     tests = sum(1 for p in result.p_adjusted.values() if p is not None)
     lines = [
-        f"## groundkit compare: `{b.label}` → `{c.label}`",
+        f"## groundkit compare: {markdown_code(b.label)} → {markdown_code(c.label)}",
         "",
         f"Paired over {answerable} answerable queries (same judgments, hash "
         f"`{short_hash(b.metadata['judgments_hash'])}`). 95% CI: paired bootstrap; p: paired randomization "
@@ -149,9 +150,10 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
                   ""]
     if result.params_changed:
         def shown(value: Any) -> str:
-            return "(not used)" if value is None else str(value)
+            return "(not used)" if value is None else markdown_text(str(value))
 
-        changed = ", ".join(f"`{k}` {shown(v[0])} → {shown(v[1])}" for k, v in result.params_changed.items())
+        changed = ", ".join(f"{markdown_code(k)} {shown(v[0])} → {shown(v[1])}"
+                            for k, v in result.params_changed.items())
         lines += [f"Parameters changed: {changed}.", ""]
     sides = [f"`{m}` ({side} only)" for side in ("baseline", "candidate") for m in result.one_sided.get(side, [])]
     if sides:
@@ -173,8 +175,9 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
         if rows:
             lines += ["", "| query_id | category | query | first gold rank |", "| --- | --- | --- | --- |"]
             for row in rows[:top]:
-                query = row["query"].replace("|", "\\|")
-                lines.append(f"| {row['query_id']} | {row['category']} | {query} | "
+                # Query text and ids come from imported datasets as often as from the team: data, never markup.
+                lines.append(f"| {markdown_text(row['query_id'])} | {markdown_text(row['category'])} | "
+                             f"{markdown_text(row['query'])} | "
                              f"{_rank_text(row['rank_before'])} → {_rank_text(row['rank_after'])} |")
             if len(rows) > top:
                 lines.append(f"| … | | {len(rows) - top} more (`--top N` or `--json` lists them) | |")

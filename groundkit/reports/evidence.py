@@ -10,7 +10,8 @@ run was scored from can show why. They lie where the run was made:
   experiment was reproduced on this machine, and not otherwise.
 
 Artifacts that are found are checked against the run before they are shown: the first gold rank
-recomputed from them must equal per_query.csv's for every query, so a ``build/`` left behind by
+recomputed from them, under the relevance rule the run was scored with (``score.min_overlap`` in its
+run.json, as score wrote it), must equal per_query.csv's for every query, so a ``build/`` left behind by
 another experiment is never shown as this run's. What cannot be found or does not match is
 returned as a reason, and the report says it.
 """
@@ -31,6 +32,7 @@ from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import GroundkitError
 from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES, PASSAGES_FILE, RUN, written_by
 from groundkit.pipeline.store import Store
+from groundkit.scoring.measures import Relevance
 from groundkit.scoring.schema import document_level
 
 BUILD = "build"
@@ -61,13 +63,15 @@ class Evidence:
     chunks: PassageLocator
     rankings: dict[str, list[str]]
 
-    def first_gold_rank(self, query_id: str) -> int | None:
-        """Rank of the first passage overlapping a gold span of the query (None: none within the run)."""
+    def first_gold_rank(self, query_id: str, *, min_overlap: float) -> int | None:
+        """Rank of the first passage relevant to a gold span of the query under ``min_overlap`` (the run's
+        ``score.min_overlap``: score's rule, :class:`~groundkit.scoring.measures.Relevance`); None: none in the run."""
+        relevance = Relevance(min_overlap)
         spans = self.judgments[query_id].spans
         documents = {span.document for span in spans}  # most passages ranked lie in other documents
         for rank, passage_id in enumerate(self.rankings.get(query_id, []), start=1):
             passage = self.passages[passage_id]
-            if passage.document in documents and any(passage.overlaps(span) for span in spans):
+            if passage.document in documents and any(relevance.holds(passage, span) for span in spans):
                 return rank
         return None
 
@@ -180,16 +184,17 @@ def _document_level(folder: Path) -> bool:
 
 
 def mismatch(evidence: Evidence, query_ids: Sequence[str], first_gold_rank: Sequence[float],
-             context: Mapping[int, Sequence[float]] | None = None) -> str | None:
+             context: Mapping[int, Sequence[float]] | None = None, *, min_overlap: float = 0.0) -> str | None:
     """Why ``evidence`` is not the run behind these per-query figures, or None when every one agrees.
 
     ``first_gold_rank`` is per_query.csv's column; ``context`` maps k to its ``chars@k`` column
-    (NaN for no-answer queries), which tells apart two runs that found gold at the same ranks.
+    (NaN for no-answer queries), which tells apart two runs that found gold at the same ranks; ``min_overlap`` is
+    the ``score.min_overlap`` the run was scored with (its run.json).
     """
     for i, (query_id, expected) in enumerate(zip(query_ids, first_gold_rank, strict=True)):
         if query_id not in evidence.judgments:
             return f"its judgments lack query {query_id!r}"
-        found = evidence.first_gold_rank(query_id)
+        found = evidence.first_gold_rank(query_id, min_overlap=min_overlap)
         if (None if math.isinf(expected) else int(expected)) != found:
             return (f"they give query {query_id!r} a first gold rank of {found or 'none'}, per_query.csv "
                     f"{'none' if math.isinf(expected) else int(expected)}: they are from another run")

@@ -75,6 +75,13 @@ def _budget_text(spec: str, cwd: Path, metrics_dir: str) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
+def scored_min_overlap(metadata: dict[str, Any]) -> float:
+    """The ``score.min_overlap`` a run was scored with, as score wrote it in run.json (0, any overlap, when an
+    older run.json does not record it)."""
+    value = metadata.get("params", {}).get("score", {}).get("min_overlap", 0.0)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
 def checked(side: Side, evidence: Evidence | str | None) -> tuple[Evidence | None, str | None]:
     """The evidence when it is the run behind ``side``; otherwise None and what to tell the reader."""
     if evidence is None:
@@ -86,7 +93,8 @@ def checked(side: Side, evidence: Evidence | str | None) -> tuple[Evidence | Non
     context = {metric.cut.value: [float(side.values[r, side.metric_names.index(m)]) for r in rows]
                for m in side.metric_names for metric in [MEASURES.parse(m)]
                if metric.measure.name == "chars" and metric.cut is not None}
-    why = mismatch(evidence, ids, [side.first_gold_rank[r] for r in rows], context)
+    why = mismatch(evidence, ids, [side.first_gold_rank[r] for r in rows], context,
+                   min_overlap=scored_min_overlap(side.metadata))
     if why is not None:
         return None, f"Passages of {side.label} are not shown: the artifacts in {evidence.source} do not match " \
                      f"its per_query.csv ({why})."

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from groundkit._lines import dumps_json, read_models
+from groundkit._text import markdown_code, markdown_text, sheet_csv, sheet_value
 from groundkit.corpus.passage import Chunk, Document, Excerpt, Passage
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import ReviewError
@@ -247,8 +248,9 @@ def read_marks(path: Path) -> dict[Key, Mark]:
         raise ReviewError(path, f"has the columns {reader.fieldnames}, not those pool writes ({', '.join(COLUMNS)})",
                           line=1, fix=fix)
     marks: dict[Key, Mark] = {}
-    for row in reader:
+    for written in reader:
         line = reader.line_num
+        row = {k: v if v is None or k is None else sheet_value(v) for k, v in written.items()}
         if None in row or any(value is None for value in row.values()):
             raise ReviewError(path, "does not have one cell per column", line=line, fix=fix)
         reviewed = row["reviewed"].strip()
@@ -265,23 +267,21 @@ def read_marks(path: Path) -> dict[Key, Mark]:
 
 
 def review_csv(result: Pool) -> str:
-    """review.csv: one row per pooled passage (RFC 4180 quoting, LF line ends)."""
+    """review.csv: one row per pooled passage (RFC 4180 quoting, LF line ends), each text cell a sheet cell
+    (groundkit/_text.py: a cell beginning like a formula gets an apostrophe, which :func:`read_marks` removes)."""
     query = {j.query_id: j.query for j in result.queries}
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    rows: list[list[object]] = [list(COLUMNS)]
     for query_id, found in result.candidates.items():
         for c in found:
             key = (query_id, c.passage.document, c.passage.start, c.passage.end)
             mark = result.marks.get(key, Mark("", False, ""))
-            writer.writerow([query_id, c.passage.document, c.passage.start, c.passage.end, c.best_rank,
-                             _ranks(c), REVIEWED if mark.reviewed else "", mark.note, query[query_id],
-                             c.passage.text])
+            rows.append([query_id, c.passage.document, c.passage.start, c.passage.end, c.best_rank,
+                         _ranks(c), REVIEWED if mark.reviewed else "", mark.note, query[query_id], c.passage.text])
     for (query_id, document, start, end), mark in result.carried.items():
         # No longer pooled: no rank, no run; kept for the pool that brings the passage back.
-        writer.writerow([query_id, document, start, end, "", "", REVIEWED if mark.reviewed else "", mark.note,
-                         query.get(query_id, ""), mark.text])
-    return buffer.getvalue()
+        rows.append([query_id, document, start, end, "", "", REVIEWED if mark.reviewed else "", mark.note,
+                     query.get(query_id, ""), mark.text])
+    return sheet_csv(rows)
 
 
 def _ranks(candidate: Candidate) -> str:
@@ -289,12 +289,13 @@ def _ranks(candidate: Candidate) -> str:
 
 
 def _quoted(text: str) -> str:
-    return "\n".join(f"> {line}" if line else ">" for line in text.split("\n"))
+    """A passage as a Markdown block quote, line by line, each line plain text (groundkit/_text.py)."""
+    return "\n".join(f"> {markdown_text(line)}" if line else ">" for line in text.split("\n"))
 
 
 def review_markdown(result: Pool) -> str:
     """review.md: the same passages as review.csv, per query under its gold quotes, to read."""
-    runs = ", ".join(result.judged)
+    runs = markdown_text(", ".join(result.judged))
     lines = [f"# Pool review: top {result.depth} of {runs}", "",
              f"Each passage below was ranked in the top {result.depth} by at least one run and overlaps no gold "
              "quote. If it answers the query, add a gold quote for it (`groundkit judgments add`); either way, mark "
@@ -305,20 +306,21 @@ def review_markdown(result: Pool) -> str:
     lines.append(f"| run | judged (top {result.depth}) | queries |")
     lines.append("| --- | --- | --- |")
     for name, figures in result.judged.items():
-        lines.append(f"| {name} | {figures['judged']:.4f} | {figures['queries']} |")
+        lines.append(f"| {markdown_text(name)} | {figures['judged']:.4f} | {figures['queries']} |")
     for judgment in result.queries:
         found = result.candidates[judgment.query_id]
         if not found:
             continue
-        lines += ["", f"## {judgment.query_id}: {judgment.query}", ""]
+        lines += ["", f"## {markdown_text(judgment.query_id)}: {markdown_text(judgment.query)}", ""]
         for span in judgment.spans:
-            what = "the whole document" if span.quote is None else json.dumps(span.quote, ensure_ascii=False)
-            lines.append(f"- gold: `{span.document}`: {what}")
+            what = "the whole document" if span.quote is None else markdown_text(json.dumps(span.quote,
+                                                                                             ensure_ascii=False))
+            lines.append(f"- gold: {markdown_code(span.document)}: {what}")
         for number, c in enumerate(found, start=1):
             key = (judgment.query_id, c.passage.document, c.passage.start, c.passage.end)
             done = " (reviewed)" if (m := result.marks.get(key)) is not None and m.reviewed else ""
-            lines += ["", f"### {number}. `{c.passage.document}` [{c.passage.start}, {c.passage.end}): "
-                      f"{_ranks(c)}{done}", "", _quoted(c.passage.text)]
+            lines += ["", f"### {number}. {markdown_code(c.passage.document)} \\[{c.passage.start}, {c.passage.end}): "
+                      f"{markdown_text(_ranks(c))}{done}", "", _quoted(c.passage.text)]
     return "\n".join(lines) + "\n"
 
 

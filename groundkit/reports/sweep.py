@@ -27,6 +27,7 @@ from typing import Any
 from groundkit._atomic import atomic_write_text
 from groundkit._json import loads_line
 from groundkit._lines import csv_text
+from groundkit._text import markdown_text
 from groundkit.errors import InputError, JSONLineError, MeasureError, SweepError
 from groundkit.scoring.measures import MEASURES
 
@@ -242,6 +243,6 @@ def sweep_table(cwd: Path, params: list[str], out: Path, metrics: list[str]) -> 
     atomic_write_text(out, csv_text(named, [plot_column(c) for c in columns]))
     lines = ["| " + " | ".join(columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
     for row in rows:
-        cells = [f"{row[c]:.4f}" if isinstance(row[c], float) else str(row[c]) for c in columns]
+        cells = [f"{row[c]:.4f}" if isinstance(row[c], float) else markdown_text(str(row[c])) for c in columns]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n", sweep.left_out

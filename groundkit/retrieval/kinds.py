@@ -159,6 +159,11 @@ class RetrieverKind:
         return self.name
 
     @property
+    def scores(self) -> bool:
+        """Its run carries scores; a run file (ranks only) does not, and the TREC file's ``-rank`` is a placeholder."""
+        return Need.RUN_FILE not in self.needs
+
+    @property
     def ranks_chunks(self) -> bool:
         """It ranks groundkit's chunks, so that every relevant passage is known; else its run's own passages."""
         return Need.RUN_FILE not in self.needs

@@ -80,10 +80,15 @@ def test_output_is_byte_identical_across_runs_and_replaces_an_earlier_import(tmp
     import_beir(source, tmp_path / "a")
     import_beir(source, tmp_path / "b")
     assert digest(tmp_path / "a") == digest(tmp_path / "b")
-    (tmp_path / "a" / "corpus" / "stale.txt").write_text("left over\n")
+    (tmp_path / "a" / "corpus" / "mine.txt").write_text("a document of my own\n")
     with pytest.raises(OutputError, match="earlier `groundkit import-beir`"):
         import_beir(source, tmp_path / "a")
-    assert (tmp_path / "a" / "corpus" / "stale.txt").is_file()
+    # Issue 35 item 7: --force replaced the corpus folder whole, deleting what a user had added to it.
+    before = digest(tmp_path / "a")
+    with pytest.raises(OutputError, match=r"holds 1 file this import does not write: mine\.txt"):
+        import_beir(source, tmp_path / "a", force=True)
+    assert digest(tmp_path / "a") == before
+    (tmp_path / "a" / "corpus" / "mine.txt").unlink()
     import_beir(source, tmp_path / "a", force=True)
     assert digest(tmp_path / "a") == digest(tmp_path / "b")
 

@@ -164,6 +164,16 @@ def test_import_is_byte_identical_across_runs_and_replaces_only_its_own_output(t
     import_squad(V20, tmp_path / "a", force=True)
     assert (tmp_path / "a" / "notes.md").read_text() == "mine\n"
     assert {k: v for k, v in digest(tmp_path / "a").items() if k != "notes.md"} == digest(tmp_path / "b")
+    # Issue 35 item 7: documents a user added to OUT/corpus/ were deleted by --force; now they are named.
+    (tmp_path / "a" / "corpus" / "extra").mkdir()
+    (tmp_path / "a" / "corpus" / "extra" / "my doc.md").write_text("mine too\n")
+    (tmp_path / "a" / "corpus" / "z.md").write_text("and this\n")
+    before = digest(tmp_path / "a")
+    with pytest.raises(OutputError) as caught:
+        import_squad(V20, tmp_path / "a", force=True)
+    assert "corpus: holds 2 files this import does not write: extra/my doc.md, z.md" in str(caught.value)
+    assert digest(tmp_path / "a") == before and not [p for p in (tmp_path / "a").iterdir()
+                                                      if p.name.startswith(".groundkit-import")]
     (tmp_path / "precious").mkdir()
     (tmp_path / "precious" / "keep.txt").write_text("keep\n")
     with pytest.raises(OutputError, match="was not written by groundkit"):

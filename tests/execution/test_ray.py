@@ -512,3 +512,70 @@ def test_a_head_node_lost_mid_stage_is_one_message(cluster, scifact, tmp_path):
            "for " in err
     assert _errors(err) == 1 and "Failed to connect to GCS" not in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+# --- every error Ray raises is one message (issue 35 item 11); these start no cluster: Ray's own exception classes
+# are raised through the engine's path
+
+
+STARTUP_TIMEOUT = ("The current node timed out during startup. This could happen because some of the Ray processes "
+                   "failed to startup.")
+
+
+@pytest.mark.parametrize("raised", [Exception(STARTUP_TIMEOUT), RuntimeError("Ray has not been started yet."),
+                                    OSError(98, "Address already in use")],
+                         ids=["node startup timeout", "runtime error", "os error"])
+def test_ray_failing_to_start_on_this_machine_is_one_message_naming_ray(tiny_corpus, tmp_path, capsys, monkeypatch,
+                                                                        raised):
+    # Under load a Ray node timed out during start-up, and groundkit reported "internal error: Exception: ...".
+    import ray
+
+    from groundkit.cli import main
+
+    def init(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    corpus, judgments = tiny_corpus
+    code = main(["run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(tmp_path / "out"),
+                 "--set", "execution.engine=ray", "--set", "audit.max_trivial_share=1.0"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert err.startswith("error: Ray could not start on this machine "), err
+    assert str(raised).splitlines()[0][:40] in err and "an error of Ray's, not of groundkit's" in err
+    assert "\n  fix: " in err and "execution.engine: local" in err and "ray stop" in err
+    assert "internal error" not in err and not (tmp_path / "out").exists()
+
+
+def _rays_errors():
+    import ray.exceptions
+
+    return [ray.exceptions.ObjectStoreFullError("object store full"),
+            ray.exceptions.GetTimeoutError("get timed out"),
+            ray.exceptions.OutOfMemoryError("the node is running low on memory"),
+            ray.exceptions.RuntimeEnvSetupError("pip install failed"),
+            ray.exceptions.TaskCancelledError(),
+            ray.exceptions.RayError("something else of Ray's")]
+
+
+@pytest.mark.parametrize("index", range(6), ids=["object store full", "get timeout", "out of memory",
+                                                 "runtime env", "task cancelled", "ray error"])
+def test_any_other_error_ray_raises_while_a_step_runs_is_one_message_naming_ray(monkeypatch, index):
+    import ray
+
+    from groundkit.errors import EngineError
+    from groundkit.execution.ray import RayEngine
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)  # connected by the caller: no cluster is started
+    error = _rays_errors()[index]
+    with pytest.raises(EngineError) as info, RayEngine("10.0.0.1:6379", source="params.yaml"):
+        raise error
+    message = str(info.value)
+    assert message.startswith(f"Ray failed while the step ran ({type(error).__name__}"), message
+    assert "an error of Ray's, not of groundkit's" in message and "\n  fix: " in message
+    # A task's own failure, and groundkit's own errors, stay what they are.
+    with pytest.raises(ZeroDivisionError), RayEngine("10.0.0.1:6379", source="params.yaml"):
+        raise ZeroDivisionError
+    with pytest.raises(EngineError, match=r"^mine"), RayEngine("10.0.0.1:6379", source="params.yaml"):
+        raise EngineError("mine", fix="x")

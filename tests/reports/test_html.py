@@ -201,6 +201,24 @@ def test_artifacts_of_another_run_are_not_shown_as_this_ones(tiny, monkeypatch):
     assert data["notes"] == [side.note] and "top" not in data["queries"][0]
 
 
+def test_a_run_scored_under_min_overlap_is_shown_with_its_own_passages(tiny, monkeypatch):
+    # Issue 35 item 3: the report worked relevance out again by any overlap, so a run scored with score.min_overlap
+    # 0.9 (q1: first gold rank 2, where a passage holding a few of the quote's characters sits at rank 1) was
+    # said to be "from another run", and its drill-down dropped. The report reads the rule from run.json.
+    monkeypatch.chdir(tiny["root"])
+    strict = _run(tiny["root"] / "corpus", tiny["root"] / "judgments.jsonl", tiny["root"] / "strict",
+                  "chunk.size=60", "chunk.overlap=30", "score.min_overlap=0.9")
+    side = read_input("strict", Path.cwd())
+    assert side.note is None and side.evidence is not None
+    q1 = side.side.position["q1"]
+    assert side.side.first_gold_rank[q1] == 2  # under min_overlap 0.9; by any overlap it would be 1
+    assert side.evidence.first_gold_rank("q1", min_overlap=0.0) == 1
+    data = page_data(side, None, None)
+    assert data["notes"] == [] and data["queries"][0]["top"], data["notes"]
+    assert main(["report", str(strict), "--out", str(tiny["root"] / "strict.html")]) == 0
+    assert "from another run" not in (tiny["root"] / "strict.html").read_text(encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory) -> Path:
     return hostile_report(tmp_path_factory.mktemp("hostile"))

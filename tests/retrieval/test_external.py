@@ -195,9 +195,8 @@ def test_score_run_command(tiny_corpus, tmp_path):
     assert ok.returncode == 0, ok.stderr
     metrics = json.loads((out / "detail.json").read_text())
     assert metrics["answerable"]["mrr"] == pytest.approx(0.833333)
-    # Every answerable query retrieved something, the no_answer one nothing: separated perfectly.
-    assert metrics["by_category"]["no_answer"] == {"queries": 1, "abstained": 1, "abstention_rate": 1.0,
-                                                   "separability": 1.0}
+    # The run has ranks, not scores: separability is not available (not worked out from invented scores).
+    assert metrics["by_category"]["no_answer"] == {"queries": 1, "abstained": 1, "abstention_rate": 1.0}
     params = json.loads((out / "run.json").read_text())["params"]
     assert params["retrieve"] == {"depth": 100, "retriever": "external"}
     assert str(tmp_path) not in (out / "run.json").read_text()
@@ -208,6 +207,25 @@ def test_score_run_command(tiny_corpus, tmp_path):
     assert bad.returncode == 1
     assert bad.stderr.startswith(f"error: {run}:7") and "occurs 2 times" in bad.stderr
     assert "Traceback" not in bad.stderr and not (tmp_path / "bad").exists()
+
+
+def test_an_external_run_without_scores_has_no_top_score_and_no_separability(tiny_corpus, tmp_path, capsys):
+    # Issue 35 item 2: the TREC file's -rank placeholder reached top_score (-1.0 for every query), and
+    # no_answer.separability read 0.5 ("the score tells nothing") off those invented values.
+    corpus, judgments = tiny_corpus
+    run = _write_run(tmp_path / "run.jsonl", corpus, by="text")
+    with run.open("a", encoding="utf-8") as handle:  # the no_answer query retrieves something too
+        handle.write(json.dumps({"query_id": "q4", "rank": 1, "document": "ops/backup.md",
+                                 "text": "A full backup runs weekly."}) + "\n")
+    out = tmp_path / "out"
+    assert main(["score-run", str(run), "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(out),
+                 *LENIENT]) == 0, capsys.readouterr().err
+    with (out / "per_query.csv").open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["query_id"], r["top_score"]) for r in rows] == [(q, "") for q in QUERIES]
+    assert [r["retrieved"] for r in rows] == ["2", "2", "2", "1"]
+    assert json.loads((out / "detail.json").read_text())["no_answer"] == {"queries": 1, "abstained": 0,
+                                                                           "abstention_rate": 0.0}
 
 
 # --- paths are taken literally -------------------------------------------------------------------------------------

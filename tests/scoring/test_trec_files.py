@@ -64,6 +64,20 @@ def test_qrels_in_trec_and_beir_form(tmp_path):
     assert _columns(read_qrels(_write(tmp_path, b"q 1\td 1\t1\n", "spaced"))) == [("q 1", "d 1", 1)]
 
 
+@pytest.mark.parametrize("blank", [b"\t\t", b"\t", b"  \t ", b" "])
+def test_a_line_of_tabs_or_spaces_in_beir_qrels_is_blank_and_skipped(tmp_path, blank):
+    # Issue 35 item 12: a TAB-only line read as a row of empty fields got "holds a grade that is not a whole
+    # number" with no line; blank lines are skipped, and a line of blanks is one.
+    data = b"q1\td1\t2\n" + blank + b"\nq2\td2\t0\n" + blank + b"\n"
+    assert _columns(read_qrels(_write(tmp_path, data))) == [("q1", "d1", 2), ("q2", "d2", 0)]
+    with_header = b"query-id\tcorpus-id\tscore\n" + blank + b"\nq1\td1\t2\n"
+    assert _columns(read_qrels(_write(tmp_path, with_header, "header"))) == [("q1", "d1", 2)]
+    # A bad line after it is still named by its own number.
+    with pytest.raises(JudgmentsError) as caught:
+        read_qrels(_write(tmp_path, data + b"q3\td3\thigh\n", "bad"))
+    assert caught.value.line == 5 and "grade 'high' is not a whole number" in str(caught.value)
+
+
 RUN_CASES = {
     "empty": (b"", None, "is empty"),
     "blank lines only": (b"\n \n\t\n", None, "is empty"),

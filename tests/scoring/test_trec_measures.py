@@ -16,6 +16,7 @@ from groundkit.errors import MeasureError
 from groundkit.scoring.measures.set_recall import set_recall_at_k
 from groundkit.scoring.trec.files import read_qrels, read_run
 from groundkit.scoring.trec.measures import default_measures, parse_measures, score
+from groundkit.scoring.trec.result import summary
 
 G3 = 1 / math.log2(3)
 
@@ -26,9 +27,9 @@ def _files(tmp_path: Path, run: list[str], qrels: list[str]) -> tuple[Path, Path
     return tmp_path / "run.trec", tmp_path / "qrels.trec"
 
 
-def _scored(tmp_path: Path, run: list[str], qrels: list[str], measures: list[str]):
+def _scored(tmp_path: Path, run: list[str], qrels: list[str], measures: list[str], **options):
     run_path, qrels_path = _files(tmp_path, run, qrels)
-    return score(read_run(run_path), read_qrels(qrels_path), measures)
+    return score(read_run(run_path), read_qrels(qrels_path), measures, **options)
 
 
 def _row(scores, query_id: str) -> dict[str, float]:
@@ -55,10 +56,15 @@ def test_queries_missing_on_either_side_and_without_relevant_documents(tmp_path)
     qrels = ["q1 0 a 1", "q2 0 b 3", "q3 0 a 0", "q3 0 b -1"]
     scores = _scored(tmp_path, run, qrels, ["mrr", "ndcg@10"])
     assert scores.query_ids == ["q1", "q2", "q3"]
-    assert scores.answerable.tolist() == [True, True, False]
     assert (scores.absent, scores.unjudged, scores.depth) == (1, 1, 1)
     assert _row(scores, "q2") == {"mrr": 0.0, "ndcg@10": 0.0}  # in the qrels, not in the run: 0 (trec_eval -c)
-    assert all(math.isnan(v) for v in _row(scores, "q3").values())  # nothing relevant to find: no_answer
+    # Nothing relevant to find: an answerable query scoring 0, as trec_eval -c counts it ...
+    assert scores.answerable.tolist() == [True, True, True]
+    assert _row(scores, "q3") == {"mrr": 0.0, "ndcg@10": 0.0}
+    # ... or, asked for, no_answer, left out of the means.
+    old = _scored(tmp_path, run, qrels, ["mrr", "ndcg@10"], empty_qrels_as_no_answer=True)
+    assert old.answerable.tolist() == [True, True, False]
+    assert all(math.isnan(v) for v in _row(old, "q3").values())
 
 
 def test_scores_tie_in_single_precision_as_trec_eval_reads_them(tmp_path):
@@ -137,10 +143,8 @@ def test_every_query_equals_pytrec_eval_and_ir_measures(tmp_path, seed):
     theirs = {(m.query_id, str(m.measure)): m.value
               for m in ir_measures.iter_calc([m for _, m in PAIRS.values()], qrel_records, run_records)}
     checked = 0
+    assert scores.answerable.all()  # a query grading nothing above 0 too, as trec_eval -c counts it
     for i, query in enumerate(scores.query_ids):
-        if not scores.answerable[i]:
-            assert not any(g > 0 for g in qrels[query].values())
-            continue
         for name, (trec_name, measure) in PAIRS.items():
             ours = float(scores.metrics[name][i])
             # pytrec_eval scores the queries of the run only; groundkit a missing one as 0, as ir_measures does.
@@ -149,7 +153,33 @@ def test_every_query_equals_pytrec_eval_and_ir_measures(tmp_path, seed):
             checked += 1
     assert checked > 100
     assert scores.tied_pairs > 0 and scores.single_precision_ties > 0 and scores.absent > 0 and scores.unjudged > 0
-    assert not scores.answerable.all()
+    assert any(not any(g > 0 for g in graded.values()) for graded in qrels.values())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_means_are_trec_eval_dash_c_means_over_every_qrels_query(tmp_path, seed):
+    # Issue 35 item 1: a query whose qrels grade nothing above 0 was no_answer and left out of the means
+    # (ndcg@10 0.001700 against ir_measures' 0.001638). trec_eval -c counts it as 0, and so does groundkit.
+    run_lines, qrel_lines, run, qrels = _random_case(seed)
+    scores = _scored(tmp_path, run_lines, qrel_lines, list(PAIRS))
+    means = summary(scores, list(PAIRS))["answerable"]
+    qrel_records = [ir_measures.Qrel(q, d, g) for q, graded in qrels.items() for d, g in graded.items()]
+    run_records = [ir_measures.ScoredDoc(q, d, s) for q, ranked in run.items() for d, s in ranked.items()]
+    theirs = {(m.query_id, str(m.measure)): m.value
+              for m in ir_measures.iter_calc([m for _, m in PAIRS.values()], qrel_records, run_records)}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recip_rank", "success.10", "recall.100"})
+    trec = evaluator.evaluate(run)
+    assert means["queries"] == len(qrels)
+    for name, (trec_name, measure) in PAIRS.items():
+        # -c: every query of the qrels, a query the run lacks as 0.
+        reference = sum(theirs.get((q, str(measure)), 0.0) for q in qrels) / len(qrels)
+        assert means[name] == pytest.approx(reference, abs=1e-12), name
+        assert means[name] == pytest.approx(sum(trec[q][trec_name] if q in trec else 0.0 for q in qrels)
+                                            / len(qrels), abs=1e-12), name
+    # The old reading, asked for: those queries are no_answer and the means are over the others.
+    old = _scored(tmp_path, run_lines, qrel_lines, list(PAIRS), empty_qrels_as_no_answer=True)
+    kept = [q for q, graded in qrels.items() if any(g > 0 for g in graded.values())]
+    assert summary(old, list(PAIRS))["answerable"]["queries"] == len(kept) < len(qrels)
 
 
 def test_a_query_without_results_in_the_run_is_zero_in_ir_measures_too():

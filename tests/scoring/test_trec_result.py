@@ -22,7 +22,7 @@ DOCUMENTS = [f"doc{d}" for d in range(200)]
 
 
 def _qrels(rng: random.Random) -> dict[str, dict[str, int]]:
-    """Graded qrels; t00 grades nothing above 0 (no_answer), t39 is not in any run."""
+    """Graded qrels; t00 grades nothing above 0 (scored 0, as trec_eval -c), t39 is not in any run."""
     qrels = {}
     for query in QUERIES:
         first, *rest = rng.sample(DOCUMENTS, rng.randint(2, 6))
@@ -78,7 +78,8 @@ def test_the_result_folder(inputs, tmp_path, capsys):
                                                      "per_query.csv", "run.json"]
     assert "40 queries of the qrels scored, 1 of them missing from the run (scored 0" in stdout
     assert "1 query of the run not in the qrels (left out)" in stdout
-    assert "1 query of the qrels with no document graded above 0: no_answer" in stdout
+    assert ("1 query of the qrels with no document graded above 0: scored 0 and counted in the means, as trec_eval "
+            "-c does") in stdout
     assert stderr.startswith("warning: 39 pairs of documents in 39 queries have equal scores")
 
     metadata = json.loads((out / "run.json").read_text())
@@ -91,10 +92,11 @@ def test_the_result_folder(inputs, tmp_path, capsys):
 
     detail = json.loads((out / "detail.json").read_text())
     assert detail["trec"] == {"queries": 40, "queries_not_in_run": 1, "run_queries_not_in_qrels": 1, "depth": 100,
+                              "queries_without_relevant": 1, "empty_qrels_as": "0 (trec_eval -c)",
                               "tied_pairs": 39, "tied_queries": 39, "single_precision_ties": 0}
-    assert detail["answerable"]["queries"] == 39 and detail["answerable"]["false_abstentions"] == 1
-    assert detail["no_answer"] == {"queries": 1, "abstained": 0, "abstention_rate": 0.0}
-    assert sorted(detail["by_category"]) == ["factoid", "no_answer"]
+    assert detail["answerable"]["queries"] == 40 and detail["answerable"]["false_abstentions"] == 1
+    assert detail["no_answer"] == {"queries": 0, "abstained": 0}
+    assert sorted(detail["by_category"]) == ["factoid"]
     assert json.loads((out / "metrics.json").read_text()) == {
         name: detail["answerable"][name] for name in ("ndcg@10", "recall@10", "mrr", "set_recall@100")}
 
@@ -106,8 +108,29 @@ def test_the_result_folder(inputs, tmp_path, capsys):
     assert list(table.position) == scores.query_ids == sorted(QUERIES)
     for j, name in enumerate(table.metric_names):
         np.testing.assert_allclose(table.values[:, j], scores.metrics[name], atol=5e-7)
-    assert table.categories.count("no_answer") == 1
+    assert table.categories.count("no_answer") == 0
+    assert table.values[table.position["t00"]].tolist() == [0.0] * len(table.metric_names)
     assert table.first_gold_rank[table.position["t39"]] == float("inf")
+
+
+def test_the_no_answer_reading_of_empty_qrels_is_asked_for_and_named(inputs, results, tmp_path, capsys):
+    # Issue 35 item 1: the old reading stays available, and every output says it was used.
+    out = tmp_path / "out"
+    assert main(["score-trec", str(inputs["good"]), "--qrels", str(inputs["qrels"]), "--out", str(out),
+                 "--empty-qrels-as-no-answer"]) == 0
+    stdout = capsys.readouterr().out
+    assert "answerable (39):" in stdout
+    assert ("1 query of the qrels with no document graded above 0: no_answer (--empty-qrels-as-no-answer), left out "
+            "of the means") in stdout
+    detail = json.loads((out / "detail.json").read_text())
+    assert detail["trec"]["empty_qrels_as"] == "no_answer"
+    assert detail["no_answer"] == {"queries": 1, "abstained": 0, "abstention_rate": 0.0}
+    assert json.loads((out / "run.json").read_text())["params"]["score"]["empty_qrels_as_no_answer"] is True
+    table = read_per_query((out / "per_query.csv").read_text(), "per_query.csv")
+    assert table.categories[table.position["t00"]] == "no_answer"
+    # The answerable queries score alike under both readings; only the means' denominators differ.
+    default = json.loads((results["good"] / "detail.json").read_text())["answerable"]
+    assert detail["answerable"]["ndcg@10"] * 39 == pytest.approx(default["ndcg@10"] * 40, abs=1e-4)  # 6 decimals
 
 
 def test_beir_qrels_score_as_the_same_trec_qrels(inputs, results, tmp_path):
@@ -129,7 +152,7 @@ def test_compare_report_and_the_gate_read_two_results(results, tmp_path, capsys)
     overall = {row["metric"]: row for row in report["overall"]}
     assert overall["ndcg@10"]["delta"] == pytest.approx(
         float((bad.values[answerable, column] - good.values[answerable, column]).mean()), abs=1e-9)
-    assert overall["ndcg@10"]["queries"] == 39 and overall["ndcg@10"]["p_value"] < 0.05
+    assert overall["ndcg@10"]["queries"] == 40 and overall["ndcg@10"]["p_value"] < 0.05
 
     # The pull-request gate: the bad run regresses significantly.
     assert main(["compare", str(results["good"]), str(results["bad"]), "--fail-on-regression", "--metric",

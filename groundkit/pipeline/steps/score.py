@@ -113,8 +113,10 @@ def run(
     ranked = {q: list(map(itemgetter(0), r)) for q, r in rankings.items()}
     metrics = metrics_of(params)
     relevance = Relevance(params.score.min_overlap)
+    # A run without scores reads back from the TREC file with -rank in their place: no score to report.
+    top_scores = {q: r[0][1] for q, r in rankings.items() if r} if kind.scores else None
     result, qrels = score_run(judgments, ranked, by_id, metrics, universe=universe, relevance=relevance,
-                              top_scores={q: r[0][1] for q, r in rankings.items() if r})
+                              top_scores=top_scores)
     summary = result.summary()
     bars = _bars(metrics)
     categories = [{"category": name, **{m: block[m] for m in bars}}

@@ -10,8 +10,8 @@ The formats, as trec_eval reads them:
 
 A score is a finite decimal number, read exactly (the float Python's ``float()`` gives for its text). A
 grade is a whole number: above 0 relevant, with the grade as nDCG's gain, 0 or less judged non-relevant (trec_eval's
-reading: it reads ``1.5`` as 1, groundkit refuses it). Blank lines are skipped. A query may name a document
-once in a run and once in qrels; trec_eval refuses a run that repeats one too.
+reading: it reads ``1.5`` as 1, groundkit refuses it). Blank lines (spaces and tabs only) are skipped. A query may
+name a document once in a run and once in qrels; trec_eval refuses a run that repeats one too.
 
 Reading is in bulk. The bytes are read once, for their SHA-256 and to be parsed; they must follow the policy of
 every file a user hands groundkit (UTF-8 without byte order mark, LF line endings: groundkit/_text.py says
@@ -53,6 +53,7 @@ FIRST_LINE_BYTES = 1 << 20
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _BLANKS = re.compile(r"[ \t]+")
+_BLANK_LINES = re.compile(rb"^[ \t]+$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -244,6 +245,10 @@ def _parse(data: bytes, form: Format, skip: int) -> pd.DataFrame:
     """The columns of ``data`` past its first ``skip`` lines: the ids as text, a run's score as float64, a grade as
     text, and the fields nobody reads as categories (a few distinct values each, so read at little cost; they are
     read at all so that pandas refuses a line with a field too many, which it drops when asked for some columns)."""
+    if form.tab_separated:
+        # pandas skips only empty lines; with TAB as the separator a line of blanks would be a row of empty fields.
+        # Emptied, not removed, so every row keeps its line number.
+        data = _BLANK_LINES.sub(b"", data)
     dtypes: dict[int, object] = {i: "category" for i in range(form.fields)}
     dtypes.update({form.query: object, form.document: object, form.value: object if form.graded else np.float64})
     return pd.read_csv(

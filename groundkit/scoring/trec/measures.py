@@ -6,10 +6,11 @@ run (``RR``), ``ndcg@k`` takes the grades as gains (``nDCG@k``), and ``set_recal
 relevant documents found in its top k (``R@k``, trec_eval's ``recall_k``). Those that read passages
 (characters, budgets, spans) have nothing to read here. A document is relevant when its grade is above 0.
 
-Queries. Every query of the qrels is scored: one the run lacks scores 0 on every measure (trec_eval's ``-c``).
-One whose qrels grade no document above 0 has nothing to find: it is a ``no_answer`` query, kept out of the
-means, where trec_eval ``-c`` would average it in as 0 everywhere. A query of the run that the qrels lack is
-left out. Each is counted.
+Queries. Every query of the qrels is scored, as ``trec_eval -c`` scores it: one the run lacks scores 0 on every
+measure, and so does one whose qrels grade no document above 0 (nothing to find, so nothing found); both count in
+every mean. Asked for (``empty_qrels_as_no_answer``), the latter is read as groundkit reads a query without an
+answer instead: a ``no_answer`` query, kept out of the means. A query of the run that the qrels lack is left out.
+Each is counted.
 
 Order. A query's documents are ranked as trec_eval ranks them, so that every value equals trec_eval's (and so
 pytrec_eval's and ir_measures'): by score, descending, compared as trec_eval keeps a score, in single precision
@@ -84,7 +85,8 @@ class Scores:
 
     Attributes:
         query_ids: The queries of the qrels, in plain string order.
-        answerable: Whether the qrels grade some document of the query above 0.
+        answerable: Whether the query is scored and counted in the means: every query, unless
+            ``empty_qrels_as_no_answer``, which makes those whose qrels grade no document above 0 ``no_answer``.
         retrieved: Documents the run ranks for the query.
         relevant: Documents the qrels grade above 0 for it.
         first_relevant: Rank of its first relevant document in the run; 0 for none.
@@ -95,6 +97,8 @@ class Scores:
         tied_pairs: Pairs of documents of one query with equal scores (in single precision), ranked by id.
         tied_queries: Queries holding such a pair.
         single_precision_ties: Those of ``tied_pairs`` whose scores differ as read (in double precision).
+        empty_qrels: Queries whose qrels grade no document above 0.
+        empty_qrels_as_no_answer: Whether those were made ``no_answer`` (else scored 0 and counted, trec_eval -c).
     """
 
     query_ids: list[str]
@@ -109,6 +113,8 @@ class Scores:
     tied_pairs: int
     tied_queries: int
     single_precision_ties: int
+    empty_qrels: int = 0
+    empty_qrels_as_no_answer: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,8 +164,9 @@ VECTORISED: dict[str, Callable[[_Ranked, int, int], np.ndarray]] = {
 none), queries) -> one value per query."""
 
 
-def score(run: Table, qrels: Table, measures: Sequence[str]) -> Scores:
-    """Score ``run`` against ``qrels`` on ``measures`` (names, see :func:`parse_measures`)."""
+def score(run: Table, qrels: Table, measures: Sequence[str], *, empty_qrels_as_no_answer: bool = False) -> Scores:
+    """Score ``run`` against ``qrels`` on ``measures`` (names, see :func:`parse_measures`); a query whose qrels grade
+    nothing above 0 scores 0, or, with ``empty_qrels_as_no_answer``, is ``no_answer`` (the module docstring)."""
     plan = parse_measures(measures)
     query_ids = sorted(qrels.query_ids.tolist())
     queries = pd.Index(query_ids, dtype=object)
@@ -186,7 +193,8 @@ def score(run: Table, qrels: Table, measures: Sequence[str]) -> Scores:
         opening = np.concatenate(([True], query[hits][1:] != query[hits][:-1]))
         first[query[hits][opening]] = rank[hits][opening]
     ideal_query, ideal_rank, ideal_grade = _ideal(qrel_query[positive], qrels.values[positive], relevant)
-    answerable = relevant > 0
+    empty = relevant == 0
+    answerable = ~empty if empty_qrels_as_no_answer else np.ones(n, dtype=bool)
     ranked = _Ranked(query, rank, grade.astype(np.float64), ideal_query, ideal_rank, ideal_grade.astype(np.float64),
                      first, relevant)
     metrics = {}
@@ -196,7 +204,8 @@ def score(run: Table, qrels: Table, measures: Sequence[str]) -> Scores:
     return Scores(query_ids=query_ids, answerable=answerable, retrieved=retrieved, relevant=relevant,
                   first_relevant=first, metrics=metrics,
                   depth=int(np.bincount(run.query_codes).max()) if run.rows else 0,
-                  unjudged=int((run_query < 0).sum()), absent=int((retrieved == 0).sum()), **ties)
+                  unjudged=int((run_query < 0).sum()), absent=int((retrieved == 0).sum()), **ties,
+                  empty_qrels=int(empty.sum()), empty_qrels_as_no_answer=empty_qrels_as_no_answer)
 
 
 def _grades(run: Table, qrels: Table, qrel_query: np.ndarray, rows_query: np.ndarray,

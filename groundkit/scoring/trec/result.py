@@ -6,16 +6,18 @@ and ``run.json`` mean what they mean for a run over a corpus (scoring/schema.py)
 TREC run and its qrels hold less than a corpus and judgments:
 
 * per_query.csv: ``query`` is empty (qrels carry no query text); ``category`` is ``factoid`` for every query
-  with a relevant document (TREC has no categories; ``import-beir`` labels BEIR's queries the same) and
-  ``no_answer`` for a query whose qrels grade nothing above 0; ``gold_chunks`` counts the relevant documents.
+  (TREC has no categories; ``import-beir`` labels BEIR's queries the same), a query whose qrels grade nothing
+  above 0 included: it scores 0, as ``trec_eval -c`` scores it. With ``--empty-qrels-as-no-answer`` such a query
+  is ``no_answer`` instead, kept out of the means. ``gold_chunks`` counts the relevant documents.
   Its metric columns are the measures groundkit's registry names (groundkit/scoring/measures/), which compare pairs
   and the report draws, ``set_recall@k`` among them. ``top_score`` is empty: score-trec does not compute
   ``no_answer.separability``.
 * detail.json has a ``trec`` block: the queries of the qrels the run lacks, the queries of the run the qrels
-  lack, and the tied pairs (scoring/trec/measures.py says how each is treated).
+  lack, those whose qrels grade nothing above 0 and how they were read, and the tied pairs
+  (scoring/trec/measures.py says how each is treated).
 * run.json: ``judgments_hash`` is the qrels' SHA-256, ``external_run`` names the run file and its SHA-256,
   ``corpus_hash`` is :data:`~groundkit.scoring.schema.DOCUMENT_LEVEL` (no corpus is read), and ``params`` are
-  the measures and the run's depth.
+  the measures and the run's depth (and ``empty_qrels_as_no_answer: true`` when that reading was asked for).
 """
 
 from __future__ import annotations
@@ -54,9 +56,12 @@ class Scored:
 
 
 def score_trec(run_file: str | Path, qrels_file: str | Path, out: str | Path, *, measures: Sequence[str],
-               headline_names: Sequence[str] = (), force: bool = False) -> Scored:
+               headline_names: Sequence[str] = (), force: bool = False,
+               empty_qrels_as_no_answer: bool = False) -> Scored:
     """Read ``run_file`` and ``qrels_file``, score the run on ``measures`` and write the result folder ``out``, its
-    metrics.json holding those of ``headline_names`` computed (see :func:`headline`).
+    metrics.json holding those of ``headline_names`` computed (see :func:`headline`). A query whose qrels grade
+    nothing above 0 scores 0 and counts in the means (``trec_eval -c``), or is ``no_answer`` with
+    ``empty_qrels_as_no_answer``.
 
     ``out`` is checked before anything is read, and written in one step when everything succeeded
     (groundkit/_outputs.py).
@@ -83,7 +88,7 @@ def score_trec(run_file: str | Path, qrels_file: str | Path, out: str | Path, *,
                                f"for {run.query_ids[0]!r}, the qrels judge {qrels.query_ids[0]!r}, ...): every query "
                                "would score 0", fix="score a run against the qrels of its own queries")
         progress.update(1)
-        scores = score(run, qrels, names)
+        scores = score(run, qrels, names, empty_qrels_as_no_answer=empty_qrels_as_no_answer)
         progress.update(1)
         detail = summary(scores, names)
         head = headline(detail, names, headline_names)
@@ -96,8 +101,11 @@ def score_trec(run_file: str | Path, qrels_file: str | Path, out: str | Path, *,
 
 def metadata(run: Table, qrels: Table, scores: Scores, names: Sequence[str]) -> RunMetadata:
     """run.json: what the result was computed from (the module docstring says what each field holds)."""
+    scoring: dict[str, Any] = {"measures": list(names)}
+    if scores.empty_qrels_as_no_answer:
+        scoring["empty_qrels_as_no_answer"] = True
     return RunMetadata(corpus_hash=DOCUMENT_LEVEL, judgments_hash=qrels.sha256,
-                       params={"retrieve": {"depth": scores.depth}, "score": {"measures": list(names)}},
+                       params={"retrieve": {"depth": scores.depth}, "score": scoring},
                        groundkit_version=__version__, external_run=ExternalRunFile(name=run.path.name,
                                                                                    sha256=run.sha256))
 
@@ -130,7 +138,9 @@ def summary(scores: Scores, names: Sequence[str]) -> dict[str, Any]:
         by_category[Category.NO_ANSWER.value] = no_answer
     return {"answerable": answerable, "no_answer": no_answer, "by_category": by_category, "trec": {
         "queries": len(scores.query_ids), "queries_not_in_run": scores.absent,
-        "run_queries_not_in_qrels": scores.unjudged, "depth": scores.depth, "tied_pairs": scores.tied_pairs,
+        "run_queries_not_in_qrels": scores.unjudged, "queries_without_relevant": scores.empty_qrels,
+        "empty_qrels_as": "no_answer" if scores.empty_qrels_as_no_answer else "0 (trec_eval -c)",
+        "depth": scores.depth, "tied_pairs": scores.tied_pairs,
         "tied_queries": scores.tied_queries, "single_precision_ties": scores.single_precision_ties}}
 
 
@@ -170,10 +180,12 @@ def counts(scores: Scores) -> list[str]:
     lines = [f"{_queries(len(scores.query_ids))} of the qrels scored, {scores.absent} of them missing from the run "
              f"(scored 0, as trec_eval -c scores them); {_queries(scores.unjudged)} of the run not in the qrels "
              "(left out)"]
-    no_answer = int((~scores.answerable).sum())
-    if no_answer:
-        lines.append(f"{_queries(no_answer)} of the qrels with no document graded above 0: no_answer, left out of "
-                     "the means (trec_eval -c averages them in as 0)")
+    if scores.empty_qrels and scores.empty_qrels_as_no_answer:
+        lines.append(f"{_queries(scores.empty_qrels)} of the qrels with no document graded above 0: no_answer "
+                     "(--empty-qrels-as-no-answer), left out of the means (trec_eval -c averages them in as 0)")
+    elif scores.empty_qrels:
+        lines.append(f"{_queries(scores.empty_qrels)} of the qrels with no document graded above 0: scored 0 and "
+                     "counted in the means, as trec_eval -c does (--empty-qrels-as-no-answer leaves them out)")
     return lines
 
 

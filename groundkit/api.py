@@ -13,7 +13,7 @@ What the command line does, for a notebook::
 A retriever is a name of ``retrieve.retriever`` (``"bm25"``, ``"dense"``, ...), an object with
 ``search(query, depth)`` returning ``(chunk_id, score)`` pairs best first, or a factory
 ``(chunks, options)`` that returns one: the contract of a ``python:`` retriever
-(groundkit/retrieval/kinds.py), checked the same way, and handed to the run as the object it is. Each run writes the
+(groundkit/retrieval/ports.py), checked the same way, and handed to the run as the object it is. Each run writes the
 artifacts of ``groundkit run`` into ``out``, so ``Results.report()`` can show its passages. Without ``out`` they go
 into a new temporary folder that belongs to the result: it is removed when the result is released (garbage
 collected, or at the interpreter's exit), so a notebook that evaluates in a loop does not fill the disk. Pass

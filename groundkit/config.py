@@ -165,7 +165,7 @@ class RetrieveParams(_Section):
             the whole collection for every query, with a run file to match.
         retriever: ``bm25`` (the baseline), ``dense``, ``hybrid`` (reciprocal rank fusion of the
             two), ``external`` (read the ranked passages in ``run`` instead of retrieving), or
-            ``python:MODULE:FACTORY`` for a retriever of your own (see groundkit/retrieval/kinds.py).
+            ``python:MODULE:FACTORY`` for a retriever of your own (see groundkit/retrieval/ports.py).
             Parsed once, on validation: :attr:`kind` is the object everything else asks.
         run: The external run file (JSONL) read when ``retriever`` is ``external``.
         options: Free-form parameters handed to a ``python:`` retriever's factory.

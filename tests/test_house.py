@@ -1,19 +1,19 @@
 """The house rules that no single module can check: layers, import cycles, one exception module.
 
-The import graph is read from the source (``ast``), not by importing: it sees
-every import, also those inside functions, except the ones under
-``if TYPE_CHECKING:``, which never run. Imports inside functions count:
-deferring an import hides a cycle from Python's import machinery, but the
-modules still need each other whenever that code runs, DVC's stage deps
-(the import closures) include them, and the one cycle this project had,
-dense <-> the retriever registry, was made of nothing else.
+The import graph is read from the source (``ast``), not by importing: it sees every static import,
+also those inside functions and those under ``if TYPE_CHECKING:``. Imports inside functions count:
+deferring an import hides a cycle from Python's import machinery, but the modules still need each
+other whenever that code runs, DVC's stage deps (the import closures) include them, and the one
+cycle this project had at run time, dense <-> the retriever registry, was made of nothing else.
+Type-only imports count too (STYLE.md, rule 19): a reader and an IDE follow them, and a knot of
+them is a plan nobody can read from one end. The only imports not followed are dotted strings in a
+table (the stage table's steps, a kind's builder): an entry point, imported by name where it runs.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Iterator
 from pathlib import Path
 
 from tests.conftest import REPO
@@ -24,12 +24,10 @@ PACKAGE = REPO / "groundkit"
 LAYERS = ("infrastructure", "config", "corpus", "retrieval", "execution", "scoring", "pipeline", "reports", "api",
           "cli")
 INFRASTRUCTURE = {"groundkit.errors"}  # and every private groundkit._name module
-# The table of retriever kinds is configuration: it says what retrieve.retriever may name, and config
-# validates params against it. It imports no retriever's code: each kind names its builder as a string.
-# The report stage's step renders a report: it lives with the steps, the stage table names it as a
-# string, and no pipeline module imports it.
-PLACED = {"groundkit.retrieval.kinds": "config", "groundkit.scoring.names": "config",
-          "groundkit.pipeline.steps.report": "reports"}
+# Two declaration tables sit with configuration, which validates params against them: the kinds of
+# retriever (what retrieve.retriever may name; each kind names its builder as a string) and the grammar
+# of measure names. Each imports nothing above config, even for types, which the graph checks.
+PLACED = {"groundkit.retrieval.kinds": "config", "groundkit.scoring.names": "config"}
 
 
 def module_name(path: Path) -> str:
@@ -41,22 +39,14 @@ def groundkit_modules() -> dict[str, Path]:
     return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
-def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node that can run, skipping the bodies of ``if TYPE_CHECKING:`` (their ``else`` runs)."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            stack.extend(node.orelse)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-
-
 def imported_modules(source: str, name: str, known: set[str]) -> set[str]:
-    """The modules of ``known`` that module ``name`` (source ``source``) imports at run time."""
+    """The modules of ``known`` that module ``name`` (source ``source``) imports statically, types included.
+
+    ``from P import m``, where ``P.m`` is a module, imports ``P.m``; ``from P import x`` of anything else
+    imports ``P`` itself (a package's ``__init__``, for the names it defines or re-exports).
+    """
     found: set[str] = set()
-    for node in _runtime_nodes(ast.parse(source)):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -65,9 +55,10 @@ def imported_modules(source: str, name: str, known: set[str]) -> set[str]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            found.add(target)
-            # `from groundkit.corpus import spans` imports the module groundkit.corpus.spans.
-            found.update(f"{target}.{alias.name}" for alias in node.names)
+            submodules = {f"{target}.{alias.name}" for alias in node.names} & known
+            found |= submodules
+            if len(submodules) < len(node.names):
+                found.add(target)
     return {module for module in found if module in known and module != name}
 
 
@@ -280,14 +271,32 @@ def test_cycles_finds_a_cycle_and_only_cycles():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_imports_inside_functions_count_and_type_checking_ones_do_not():
+def test_imports_inside_functions_and_type_checking_ones_count():
     source = ("from typing import TYPE_CHECKING\n"
               "if TYPE_CHECKING:\n    from groundkit.cli import main\n"
+              "else:\n    from groundkit.api import evaluate\n"
               "def f():\n    from groundkit.reports import compare\n"
               "from . import spans\n")
-    known = {"groundkit.cli", "groundkit.reports", "groundkit.reports.compare", "groundkit.corpus.spans"}
+    known = {"groundkit.cli", "groundkit.api", "groundkit.reports", "groundkit.reports.compare",
+             "groundkit.corpus", "groundkit.corpus.spans"}
+    # `from groundkit.reports import compare` and `from . import spans` name modules: only those are imported.
     assert imported_modules(source, "groundkit.corpus.passage", known) == {
-        "groundkit.reports", "groundkit.reports.compare", "groundkit.corpus.spans"}
+        "groundkit.cli", "groundkit.api", "groundkit.reports.compare", "groundkit.corpus.spans"}
+
+
+def test_a_knot_of_type_only_imports_is_a_cycle():
+    kinds = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from groundkit.execution import Engine\n"
+    execution = "from groundkit.retrieval.kinds import Ranking\n"
+    known = {"groundkit.retrieval.kinds", "groundkit.execution"}
+    graph = {"groundkit.retrieval.kinds": imported_modules(kinds, "groundkit.retrieval.kinds", known),
+             "groundkit.execution": imported_modules(execution, "groundkit.execution", known)}
+    assert cycles(graph) == [["groundkit.execution", "groundkit.retrieval.kinds"]]
+
+
+def test_no_arrow_runs_from_pipeline_to_reports():
+    graph = import_graph()
+    assert [(module, target) for module, targets in sorted(graph.items()) if layer(module) == "pipeline"
+            for target in sorted(targets) if layer(target) == "reports"] == []
 
 
 def test_an_upward_import_is_reported():

@@ -46,7 +46,7 @@ def _say_what_each_does(parser: argparse.ArgumentParser) -> None:
 
 
 def _version() -> str:
-    from groundkit import __version__
+    from groundkit._version import __version__
 
     return __version__
 

@@ -54,7 +54,6 @@ from groundkit.config import RAY_EXTRA
 from groundkit.errors import DependencyError, EngineError, GroundkitError, ParamsError, Terminated
 from groundkit.retrieval.bm25 import (
     SEGMENT_ROWS,
-    BM25Index,
     GlobalStats,
     IndexSummary,
     IndexWriter,
@@ -72,7 +71,8 @@ from groundkit.retrieval.dense import Encoder, batch_bounds
 if TYPE_CHECKING:
     from groundkit.config import BM25Params, DenseParams, TokenizeParams
     from groundkit.corpus.tokenizing import Tokenizer
-    from groundkit.retrieval.kinds import Ranking
+    from groundkit.retrieval import ports
+    from groundkit.retrieval.ports import Ranking
 
 MAX_RETRIES = 3
 """How often a task is run again after its worker died (a killed process, a lost node)."""
@@ -229,7 +229,7 @@ class RayEngine:
 
     # --- embed
 
-    def embed(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, encoder: ports.Encoder, texts: Sequence[str]) -> np.ndarray:
         """``encoder.encode(texts)`` as a Ray Data ``map_batches``, batch for batch the same forward passes."""
         import pyarrow as pa
         import ray.data
@@ -303,7 +303,7 @@ class RayEngine:
 
     # --- search
 
-    def search(self, index: BM25Index, queries: Sequence[str], depth: int, *, query_batch: int = QUERY_BATCH,
+    def search(self, index: ports.SegmentedIndex, queries: Sequence[str], depth: int, *, query_batch: int = QUERY_BATCH,
                retries: int = MAX_RETRIES) -> list[Ranking]:
         """``index.search(query, depth)`` for every query, the index's segments searched by Ray tasks.
 

@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
 
 def check_version(rendered_for: str) -> None:
     """Refuse to run when the installed groundkit is not the one dvc.yaml was rendered for."""
-    from groundkit import __version__
+    from groundkit._version import __version__
 
     if rendered_for != __version__:
         raise RepositoryError(

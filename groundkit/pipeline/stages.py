@@ -313,7 +313,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="report",
         about="write the HTML report (charts, per-query table, gold quotes and retrieved chunks side by side)",
-        step=f"{_STEPS}.report",
+        step="groundkit.reports.step",  # a reports module: the table names it, no pipeline module imports it
         inputs=(Input(PER_QUERY, "--per-query", "per_query"), Input(RUN_METADATA, "--run-metadata", "run_metadata"),
                 Input(PLOT_DATA, "--plots", "plots"), Input(DOCUMENTS, "--documents", "documents"),
                 Input(GOLD_SPANS, "--spans", "spans"), Input(CHUNKS, "--chunks", "chunks"),

@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from groundkit import __version__
+from groundkit._version import __version__
 from groundkit.errors import CompareError
 from groundkit.reports._page import POLICY, SCRIPT, STYLE
 from groundkit.reports.charts import BASE_COLOUR, RUN_COLOUR, bar_chart, escape_html, line_chart

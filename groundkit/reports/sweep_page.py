@@ -6,7 +6,7 @@ same bytes; unlike it, it needs no script: everything is in the markup and the i
 
 from __future__ import annotations
 
-from groundkit import __version__
+from groundkit._version import __version__
 from groundkit.reports._page import POLICY, STYLE
 from groundkit.reports.charts import escape_html, scatter_chart
 from groundkit.reports.sweep_view import Group, SweepView, order_key, render_text, series_of

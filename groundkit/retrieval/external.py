@@ -51,11 +51,12 @@ from groundkit.corpus.passage import (
     locate_once,
 )
 from groundkit.errors import JSONLineError, RunFileError
-from groundkit.retrieval.kinds import RetrieverKind, Run, Sources
+from groundkit.retrieval.ports import Run
 
 if TYPE_CHECKING:
     from groundkit.config import Params
-    from groundkit.execution import Engine
+    from groundkit.retrieval.kinds import RetrieverKind
+    from groundkit.retrieval.ports import Engine, Sources
 
 FIELDS = ("query_id", "rank", "document", "start", "end", "text")
 FORMAT_FIX = ('each line is {"query_id": str, "rank": int, "document": "<corpus-relative path>"} plus either '

@@ -13,7 +13,9 @@ from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import RunFileError
 from groundkit.execution import lazy_engine
 from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES_FILE, RUN_PARAMS_FILE, written_by
-from groundkit.retrieval.kinds import Need, Run, Sources
+from groundkit.retrieval.kinds import Need
+from groundkit.retrieval.ports import Run, Sources
+from groundkit.retrieval.rankers import build
 
 if TYPE_CHECKING:
     from groundkit.config import Params
@@ -54,7 +56,7 @@ def run(
     before = _run_file_sha256(external) if external is not None and external.is_file() else None
     # The engine connects (a Ray cluster) only if the kind hands it work.
     with lazy_engine(params.execution) as engine:
-        ranked = kind.build(sources, params, engine).rank([(j.query_id, j.query) for j in judgments],
+        ranked = build(kind, sources, params, engine).rank([(j.query_id, j.query) for j in judgments],
                                                           params.retrieve.depth)
     if external is not None and (before is None or _run_file_sha256(external) != before):
         raise RunFileError(external, "changed while the retrieve stage read it", fix="run the stage again (dvc "

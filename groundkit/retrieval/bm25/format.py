@@ -27,7 +27,7 @@ from groundkit.config import TokenizeParams
 from groundkit.errors import ArtifactError
 
 if TYPE_CHECKING:
-    from groundkit.retrieval.bm25.build import GlobalStats
+    from groundkit.retrieval.bm25.stats import GlobalStats
 
 
 # /3: rows cut into segments (one folder of arrays each) and a row table of arrays instead of rows.json.

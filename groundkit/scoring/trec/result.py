@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groundkit import __version__
 from groundkit._atomic import atomic_write_text
 from groundkit._lines import dumps_json
 from groundkit._outputs import output_folder
 from groundkit._progress import bar
+from groundkit._version import __version__
 from groundkit.corpus.judgments import Category
 from groundkit.errors import JudgmentsError, RunFileError
 from groundkit.scoring.schema import DOCUMENT_LEVEL, PER_QUERY_FIELDS, ExternalRunFile, RunMetadata

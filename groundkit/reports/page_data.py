@@ -22,7 +22,6 @@ from groundkit.reports.compare import Comparison
 from groundkit.reports.evidence import Evidence, locate, mismatch
 from groundkit.reports.sides import NO_ANSWER, Side, read_side
 from groundkit.reports.stats import mean_intervals
-from groundkit.retrieval.kinds import parse
 from groundkit.scoring.measures import MEASURES, Cutoff
 from groundkit.scoring.score import hit_rate_ks
 
@@ -81,6 +80,7 @@ def checked(side: Side, evidence: Evidence | str | None) -> tuple[Evidence | Non
         return None, None
     if isinstance(evidence, str):
         return None, f"Passages of {side.label} are not shown: {evidence}."
+    evidence = evidence.scored_by(side.metadata)  # relevant by score's rule, as the run's run.json records it
     ids = list(side.per_query.position)
     rows = [side.per_query.position[q] for q in ids]
     context = {metric.cut.value: [float(side.per_query.values[r, side.per_query.metric_names.index(m)]) for r in rows]
@@ -277,12 +277,7 @@ def _chunked(side: Input | None) -> Evidence | None:
     """A side's evidence when it ranked groundkit's chunks (an external run ranked passages of its own)."""
     if side is None or side.evidence is None:
         return None
-    retriever = side.side.metadata.get("params", {}).get("retrieve", {}).get("retriever")
-    try:
-        ranks_chunks = parse(retriever).ranks_chunks
-    except (ValueError, AttributeError):  # a run.json from another version, or none recorded: ranks only
-        return None
-    return side.evidence if ranks_chunks else None
+    return side.evidence if side.evidence.ranks_chunks else None
 
 
 def _movement(before: float | None, after: float) -> str:

@@ -201,6 +201,30 @@ def test_artifacts_of_another_run_are_not_shown_as_this_ones(tiny, monkeypatch):
     assert data["notes"] == [side.note] and "top" not in data["queries"][0]
 
 
+def test_a_run_at_min_overlap_0_9_gets_a_report_that_shows_its_passages(tiny, monkeypatch):
+    from dataclasses import replace
+
+    from groundkit.reports.evidence import mismatch
+    from groundkit.scoring.measures import ANY_OVERLAP, Relevance
+
+    monkeypatch.chdir(tiny["root"])
+    _run(tiny["root"] / "corpus", tiny["root"] / "judgments.jsonl", tiny["root"] / "strict", "chunk.size=60",
+         "score.min_overlap=0.9")
+    side = read_input("strict", Path.cwd())
+    assert side.note is None and side.evidence is not None
+    assert side.evidence.relevance == Relevance(0.9)  # score's rule, read from the run's own run.json
+    # Under any overlap these artifacts give another first gold rank than per_query.csv: the report used to
+    # take them for another run's and drop the drill-down.
+    table = side.side.per_query
+    anyhow = replace(side.evidence, relevance=ANY_OVERLAP)
+    assert mismatch(anyhow, list(table.position), table.first_gold_rank) is not None
+    data = page_data(side, None, None)
+    assert data["notes"] == []
+    shown = [q for q in data["queries"] if q.get("top")]
+    # Every answerable query that retrieved anything shows its passages (q3 shares no word with the corpus).
+    assert {q["id"] for q in shown} == {"q1", "q2"}
+
+
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory) -> Path:
     return hostile_report(tmp_path_factory.mktemp("hostile"))

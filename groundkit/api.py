@@ -134,8 +134,8 @@ class Results:
 
         ``out`` must be new or a report groundkit wrote; anything else is refused, untouched.
         """
-        from groundkit._atomic import atomic_write_text
-        from groundkit._outputs import check_file
+        from groundkit.artifacts.atomic import atomic_write_text
+        from groundkit.artifacts.outputs import check_file
         from groundkit.reports.evidence import locate
         from groundkit.reports.html import is_report, render
         from groundkit.reports.page_data import Input, checked

@@ -89,7 +89,7 @@ def test_a_retriever_factory_or_object_is_evaluated_like_a_python_plugin(tiny):
 
 
 def _chunks(folder: Path):
-    from groundkit._lines import read_models
+    from groundkit.artifacts.lines import read_models
 
     return read_models(folder / "chunks.jsonl", gk.Chunk, producer="chunk")
 

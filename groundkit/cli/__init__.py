@@ -10,9 +10,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from groundkit._guard import guarded
 from groundkit.cli import _datasets, _evaluate, _judgments, _reports, _repository
 from groundkit.cli._reports import REGRESSION_EXIT
+from groundkit.console.guard import guarded
 
 __all__ = ["REGRESSION_EXIT", "build_parser", "main"]
 

@@ -85,8 +85,8 @@ def _print_findings(out: str, params: Any) -> None:
 def _cmd_audit(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundkit._atomic import atomic_write_text
-    from groundkit._lines import dumps_json
+    from groundkit.artifacts.atomic import atomic_write_text
+    from groundkit.artifacts.lines import dumps_json
     from groundkit.config import load_params
     from groundkit.corpus.audit import audit, check_audit, render
     from groundkit.corpus.documents import load_corpus
@@ -115,7 +115,7 @@ def _check_report(args: argparse.Namespace) -> None:
     """Refuse an audit --out that is an input or a file the audit did not write, before the audit runs."""
     from pathlib import Path
 
-    from groundkit._outputs import check_file
+    from groundkit.artifacts.outputs import check_file
     from groundkit.corpus.audit import AuditReport
 
     def is_report(path: Path) -> bool:

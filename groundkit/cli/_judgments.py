@@ -110,9 +110,9 @@ def _quote(args: argparse.Namespace, corpus: dict[str, Any], *, category: str = 
     printed, numbered."""
     import json
 
-    from groundkit._suggest import did_you_mean
     from groundkit.corpus.authoring import elsewhere, propose, shortest
     from groundkit.errors import JudgmentsError
+    from groundkit.inputs.suggest import did_you_mean
 
     for option in ("document", "search"):
         if not getattr(args, option):
@@ -244,7 +244,7 @@ def _share(text: str, option: str) -> float:
 def _cmd_pool(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundkit._outputs import check_folder, output_folder
+    from groundkit.artifacts.outputs import check_folder, output_folder
     from groundkit.corpus.judgments import load_judgments
     from groundkit.corpus.spans import resolve_judgments
     from groundkit.errors import JudgmentsError, ParamsError, RunFileError

@@ -117,8 +117,8 @@ def _compare_format(args: argparse.Namespace) -> str:
 def _cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundkit._atomic import atomic_write_text
-    from groundkit._outputs import check_file
+    from groundkit.artifacts.atomic import atomic_write_text
+    from groundkit.artifacts.outputs import check_file
     from groundkit.errors import CompareError
     from groundkit.reports.compare import check_alpha
     from groundkit.reports.html import is_report, report
@@ -139,7 +139,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_sweep_plot(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundkit._outputs import check_file
+    from groundkit.artifacts.outputs import check_file
     from groundkit.reports.sweep import plot_column, sweep_table
 
     def is_sweep_table(path: Path) -> bool:
@@ -167,9 +167,9 @@ def _cmd_sweep_plot(args: argparse.Namespace) -> int:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundkit._atomic import atomic_write_text
-    from groundkit._lines import csv_text
-    from groundkit._outputs import output_folder
+    from groundkit.artifacts.atomic import atomic_write_text
+    from groundkit.artifacts.lines import csv_text
+    from groundkit.artifacts.outputs import output_folder
     from groundkit.reports.sweep_page import render
     from groundkit.reports.sweep_view import csv_rows, render_text, sweep_view
 

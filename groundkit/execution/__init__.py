@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit._seals import Digest, file_sha256
+from groundkit.artifacts.seals import Digest, file_sha256
 from groundkit.retrieval.ports import Engine
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from groundkit._progress import track
-from groundkit._seals import Digest, file_sha256
+from groundkit.artifacts.seals import Digest, file_sha256
+from groundkit.console.progress import track
 
 if TYPE_CHECKING:
     import numpy as np

@@ -48,9 +48,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from groundkit._progress import bar, track
-from groundkit._seals import Digest, file_sha256
+from groundkit.artifacts.seals import Digest, file_sha256
 from groundkit.config import RAY_EXTRA
+from groundkit.console.progress import bar, track
 from groundkit.errors import DependencyError, EngineError, GroundkitError, ParamsError, Terminated
 from groundkit.retrieval.bm25 import (
     SEGMENT_ROWS,
@@ -504,7 +504,7 @@ def _quiet_data() -> None:
     """Ray Data draws its progress bars only where groundkit draws its own: on a terminal."""
     import ray.data
 
-    from groundkit._progress import enabled
+    from groundkit.console.progress import enabled
 
     with warnings.catch_warnings():
         # Ray 2.60's get_current() walks its own deprecated fields and warns about them: nothing of ours.

@@ -60,8 +60,8 @@ def _parser(installed: bool) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
     """Run the stage ``argv`` names; ``installed`` for ``groundkit stage`` (the installed groundkit)."""
-    from groundkit._collector import fewer_collections
     from groundkit.config import load_params
+    from groundkit.pipeline.collector import fewer_collections
     from groundkit.pipeline.store import Store
     from groundkit.scoring.measures import metrics_of
 

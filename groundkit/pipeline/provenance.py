@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from groundkit._models import Record
+from groundkit.artifacts.models import Record
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 

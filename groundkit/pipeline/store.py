@@ -13,7 +13,7 @@ judgments and the artifacts of earlier stages through it, and writes its own thr
 
 The invariant that makes the hand-back safe: what is handed back equals what the reader would parse from
 the bytes. Records are handed back only for a model all of whose fields read back equal from their line
-(strings, ints, enums, no float: :func:`groundkit._lines.reads_back_equal`), and only when every record is
+(strings, ints, enums, no float: :func:`groundkit.artifacts.lines.reads_back_equal`), and only when every record is
 of exactly that model. A run is handed back as the pairs :func:`groundkit.retrieval.trec.write_run` returns of
 it, once the ids the reader knows have been checked as the parser checks them
 (:func:`groundkit.retrieval.trec.knows`); the rest of the parser's checks hold by construction, since
@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from groundkit import _lines
-from groundkit._atomic import atomic_write_text
-from groundkit._seals import check_seal, file_sha256
+from groundkit.artifacts import lines as _lines
+from groundkit.artifacts.atomic import atomic_write_text
+from groundkit.artifacts.seals import check_seal, file_sha256
 from groundkit.corpus.documents import load_corpus_hashed
 from groundkit.corpus.judgments import judgments_bytes, load_judgments_hashed, parse_judgments
 from groundkit.corpus.tokenizing import Tokenizer, make_tokenizer

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from operator import itemgetter
 from pathlib import Path
 
-from groundkit._seals import seal_path
+from groundkit.artifacts.seals import seal_path
 from groundkit.corpus.passage import Chunk, Document, Excerpt, Passage, PassageLocator
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import GroundkitError

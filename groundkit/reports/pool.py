@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groundkit._lines import dumps_json, read_models
+from groundkit.artifacts.lines import dumps_json, read_models
 from groundkit.corpus.passage import Chunk, Document, Excerpt, Passage
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import ReviewError

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groundkit._json import loads_line
 from groundkit.errors import CompareError, JSONLineError
+from groundkit.inputs.jsonline import loads_line
 from groundkit.reports.sweep import dvc_exp_show, experiment_rows, git_run_json
 from groundkit.scoring.schema import PerQuery, read_per_query
 

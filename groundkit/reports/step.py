@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit._atomic import atomic_write_text
+from groundkit.artifacts.atomic import atomic_write_text
 from groundkit.errors import ArtifactError
 from groundkit.pipeline.stages import PASSAGES_FILE, PER_QUERY, RUN_METADATA, written_by
 from groundkit.reports.evidence import read_files

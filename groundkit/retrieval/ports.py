@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from groundkit._seals import Digest, file_sha256
+from groundkit.artifacts.seals import Digest, file_sha256
 
 if TYPE_CHECKING:
     import numpy as np

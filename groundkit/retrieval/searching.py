@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from groundkit._progress import track
+from groundkit.console.progress import track
 from groundkit.retrieval.ports import Retriever, Run
 
 

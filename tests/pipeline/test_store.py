@@ -21,13 +21,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groundkit import _lines
-from groundkit._collector import YOUNG_COLLECTION, fewer_collections
+from groundkit.artifacts import lines as _lines
 from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Chunk, Document, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
 from groundkit.errors import ArtifactError, JudgmentsError
 from groundkit.pipeline import store as store_module
+from groundkit.pipeline.collector import YOUNG_COLLECTION, fewer_collections
 from groundkit.pipeline.store import RunStore, Store
 from tests.conftest import REPO
 
@@ -252,7 +252,7 @@ def test_records_handed_back_equal_their_parse(tmp_path, model, records):
 
 
 def test_a_record_with_a_float_is_parsed_not_handed_back(tmp_path):
-    from groundkit._models import Record
+    from groundkit.artifacts.models import Record
 
     class Scored(Record):
         name: str

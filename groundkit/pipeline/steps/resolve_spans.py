@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit._lines import read_json
+from groundkit.artifacts.lines import read_json
 from groundkit.corpus.passage import Document
 from groundkit.corpus.spans import ResolvedJudgment, resolve_judgments
 from groundkit.errors import ArtifactError, CorpusError, InputError, JudgmentsError

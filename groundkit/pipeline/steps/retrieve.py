@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit._atomic import atomic_directory
-from groundkit._seals import file_sha256
+from groundkit.artifacts.atomic import atomic_directory
+from groundkit.artifacts.seals import file_sha256
 from groundkit.corpus.passage import Chunk, Document, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import RunFileError

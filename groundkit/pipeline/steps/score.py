@@ -7,10 +7,10 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groundkit._atomic import atomic_directory, atomic_write_lines, atomic_write_text
-from groundkit._lines import csv_text, dumps_json, round_floats
-from groundkit._seals import file_sha256
 from groundkit._version import __version__
+from groundkit.artifacts.atomic import atomic_directory, atomic_write_lines, atomic_write_text
+from groundkit.artifacts.lines import csv_text, dumps_json, round_floats
+from groundkit.artifacts.seals import file_sha256
 from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Chunk, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment

@@ -21,9 +21,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from groundkit._progress import bar
-from groundkit._seals import Digest, file_sha256
+from groundkit.artifacts.seals import Digest, file_sha256
 from groundkit.config import TokenizeParams
+from groundkit.console.progress import bar
 from groundkit.corpus.tokenizing import Tokenizer, make_tokenizer
 from groundkit.retrieval.bm25.format import (
     _BLOCK,

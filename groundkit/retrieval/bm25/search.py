@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from groundkit._lines import round_floats
-from groundkit._seals import Digest, file_sha256
+from groundkit.artifacts.lines import round_floats
+from groundkit.artifacts.seals import Digest, file_sha256
 from groundkit.config import TokenizeParams
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import ParamsError

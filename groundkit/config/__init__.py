@@ -17,11 +17,11 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
-from groundkit._globs import checked_patterns
-from groundkit._models import StrictRecord
-from groundkit._params_file import apply_overrides, read_params_file
-from groundkit._validation import describe
+from groundkit.artifacts.models import StrictRecord
+from groundkit.config.params_file import apply_overrides, read_params_file
 from groundkit.errors import FixableValueError, ParamsError
+from groundkit.inputs.globs import checked_patterns
+from groundkit.inputs.validation import describe
 from groundkit.retrieval.kinds import SECTIONS, Need, RetrieverKind, parse
 from groundkit.scoring.names import Cutoff, split_name
 
@@ -59,7 +59,8 @@ def _quotable_path(value: str, key: str) -> str:
 
 class CorpusParams(_Section):
     """Where the documents and the judgments live (paths relative to the repo), and which files are documents:
-    those an ``include`` glob pattern selects (all, when it is empty) and no ``exclude`` one (groundkit/_globs.py)."""
+    those an ``include`` glob pattern selects (all, when it is empty) and no ``exclude`` one
+    (groundkit/inputs/globs.py)."""
 
     root: str = "evals/corpus"
     judgments: str = "evals/judgments.jsonl"

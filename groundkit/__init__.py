@@ -12,6 +12,7 @@ stage, and make every stage depend, for DVC, on every module.
 import importlib as _importlib
 import typing as _typing
 
+from groundkit._version import __version__
 from groundkit.errors import (
     ArtifactError,
     CompareError,
@@ -43,12 +44,12 @@ if _typing.TYPE_CHECKING:
     from groundkit.pipeline.runner import run
     from groundkit.reports.compare import Comparison, compare
     from groundkit.reports.sides import read_side
-    from groundkit.retrieval.kinds import Retriever, RetrieverKind
+    from groundkit.retrieval.kinds import RetrieverKind
+    from groundkit.retrieval.ports import Retriever
     from groundkit.scoring.measures import MEASURES, Measure
     from groundkit.scoring.schema import QueryResult, StageResult
     from groundkit.scoring.score import score_run
 
-__version__ = "0.1.0"
 
 _LAZY = {
     "Params": "groundkit.config",
@@ -79,7 +80,7 @@ _LAZY = {
     "MEASURES": "groundkit.scoring.measures",
     "Measure": "groundkit.scoring.measures",
     "RetrieverKind": "groundkit.retrieval.kinds",
-    "Retriever": "groundkit.retrieval.kinds",
+    "Retriever": "groundkit.retrieval.ports",
     "score_run": "groundkit.scoring.score",
     "StageResult": "groundkit.scoring.schema",
     "QueryResult": "groundkit.scoring.schema",

@@ -13,7 +13,7 @@ What the command line does, for a notebook::
 A retriever is a name of ``retrieve.retriever`` (``"bm25"``, ``"dense"``, ...), an object with
 ``search(query, depth)`` returning ``(chunk_id, score)`` pairs best first, or a factory
 ``(chunks, options)`` that returns one: the contract of a ``python:`` retriever
-(groundkit/retrieval/kinds.py), checked the same way, and handed to the run as the object it is. Each run writes the
+(groundkit/retrieval/ports.py), checked the same way, and handed to the run as the object it is. Each run writes the
 artifacts of ``groundkit run`` into ``out``, so ``Results.report()`` can show its passages. Without ``out`` they go
 into a new temporary folder that belongs to the result: it is removed when the result is released (garbage
 collected, or at the interpreter's exit), so a notebook that evaluates in a loop does not fill the disk. Pass
@@ -86,23 +86,25 @@ class Results:
 
     def __repr__(self) -> str:
         """One line: the run, its queries, its headline figures and its folder (the values stay in ``per_query``)."""
-        answerable = sum(1 for c in self.side.categories if c != NO_ANSWER)
+        answerable = sum(1 for c in self.side.per_query.categories if c != NO_ANSWER)
         shown = ", ".join(f"{name} {_shown(name, value)}" for name, value in self._headline().items())
-        return (f"<Results {self.name!r}: {answerable} answerable and {len(self.side.categories) - answerable} "
+        no_answer = len(self.side.per_query.categories) - answerable
+        return (f"<Results {self.name!r}: {answerable} answerable and {no_answer} "
                 f"no_answer queries; {shown}; folder {self._where()}>")
 
     def _repr_html_(self) -> str:
         """What a notebook shows: the line of ``repr`` and every metric, overall and per category, in one table."""
-        categories = sorted({c for c in self.side.categories if c != NO_ANSWER})
+        categories = sorted({c for c in self.side.per_query.categories if c != NO_ANSWER})
         table = self.by_category
         head = "".join(f"<th>{html.escape(c)} ({int(table.loc[c, 'queries'])})</th>" for c in categories)
-        answerable = sum(1 for c in self.side.categories if c != NO_ANSWER)
+        answerable = sum(1 for c in self.side.per_query.categories if c != NO_ANSWER)
         rows = "".join(
             f"<tr><th>{html.escape(m)}</th><td>{_shown(m, value)}</td>"
             + "".join(f"<td>{_shown(m, table.loc[c, m])}</td>" for c in categories) + "</tr>"
             for m, value in self.metrics.items())
         return (f"<div><p><strong>{html.escape(self.name)}</strong>: {answerable} answerable and "
-                f"{len(self.side.categories) - answerable} no_answer queries; folder {html.escape(self._where())}</p>"
+                f"{len(self.side.per_query.categories) - answerable} no_answer queries; "
+                f"folder {html.escape(self._where())}</p>"
                 f"<table><thead><tr><th>metric</th><th>all ({answerable})</th>{head}</tr></thead>"
                 f"<tbody>{rows}</tbody></table></div>")
 
@@ -126,7 +128,7 @@ class Results:
         """The mean of every metric over the answerable queries, from the per-query values (exact; shown rounded)."""
         frame = self.per_query
         answerable = frame[frame["category"] != NO_ANSWER]
-        return Figures({m: float(answerable[m].mean()) for m in self.side.metric_names})
+        return Figures({m: float(answerable[m].mean()) for m in self.side.per_query.metric_names})
 
     @property
     def per_query(self) -> pd.DataFrame:
@@ -138,13 +140,13 @@ class Results:
         import pandas as pd
 
         side = self.side
-        frame = pd.DataFrame(side.values, columns=side.metric_names)
-        ranks = [None if r == float("inf") else int(r) for r in side.first_gold_rank]
-        frame.insert(0, "abstained", side.abstained)
+        frame = pd.DataFrame(side.per_query.values, columns=side.per_query.metric_names)
+        ranks = [None if r == float("inf") else int(r) for r in side.per_query.first_gold_rank]
+        frame.insert(0, "abstained", side.per_query.abstained)
         frame.insert(0, "first_gold_rank", pd.array(ranks, dtype="Int64"))
-        frame.insert(0, "category", side.categories)
-        frame.insert(0, "query", side.queries)
-        frame.index = pd.Index(list(side.position), name="query_id")
+        frame.insert(0, "category", side.per_query.categories)
+        frame.insert(0, "query", side.per_query.queries)
+        frame.index = pd.Index(list(side.per_query.position), name="query_id")
         return frame
 
     @property
@@ -153,7 +155,7 @@ class Results:
         frame = self.per_query
         answerable = frame[frame["category"] != NO_ANSWER]
         grouped = answerable.groupby("category", sort=True)
-        table = grouped[self.side.metric_names].mean()
+        table = grouped[self.side.per_query.metric_names].mean()
         table.insert(0, "queries", grouped.size())
         return table
 
@@ -162,8 +164,8 @@ class Results:
 
         ``out`` must be new or a report groundkit wrote; anything else is refused, untouched.
         """
-        from groundkit._atomic import atomic_write_text
-        from groundkit._outputs import check_file
+        from groundkit.artifacts.atomic import atomic_write_text
+        from groundkit.artifacts.outputs import check_file
         from groundkit.reports.evidence import locate
         from groundkit.reports.html import is_report, render
         from groundkit.reports.page_data import Input, checked
@@ -316,7 +318,7 @@ def compare_runs(baseline: Results, *candidates: Results, alpha: float = 0.05) -
                            "name=...) or load_results(..., name=...)")
     rows = []
     for candidate in candidates:
-        result = compare(baseline.side, candidate.side, gate=[], alpha=alpha)
+        (result,) = compare(baseline.side, [candidate.side], gate=[], alpha=alpha).candidates
         for stat in result.overall:
             rows.append({"candidate": candidate.name, "metric": stat.metric, "baseline": stat.baseline,
                          "value": stat.candidate, "delta": stat.delta, "ci_low": stat.ci_low,

@@ -5,7 +5,7 @@
 
 Four pages, each from the one place its facts live:
 
-- docs/reference/parameters.md: the params models of groundkit/config.py (key, type, default, allowed values,
+- docs/reference/parameters.md: the params models of groundkit/config/__init__.py (key, type, default, allowed values,
   and the field's line in its section's ``Attributes:`` docstring);
 - docs/reference/metrics.md: the measure registry (each module of groundkit/scoring/measures/, its ``MEASURE``
   and its docstring, which holds the formula);
@@ -143,7 +143,8 @@ def parameters_page() -> str:
         for name, sub in model.model_fields.items():
             if name not in described:
                 raise DocsError(f"{model.__name__}.{name} (params key {section}.{name}) has no description: add it "
-                                f"to the Attributes: section of {model.__name__}'s docstring in groundkit/config.py")
+                                f"to the Attributes: section of {model.__name__}'s docstring in "
+                                f"groundkit/config/__init__.py")
             kind, allowed = _type_name(sub.annotation), _bounds(sub.metadata)
             if typing.get_origin(sub.annotation) is typing.Literal:
                 kind, allowed = "text", ", ".join(_code(str(a)) for a in typing.get_args(sub.annotation))

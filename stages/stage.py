@@ -13,7 +13,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import _own_tree  # noqa: F401  (first of groundkit: groundkit must come from this tree)
 
-from groundkit._guard import guarded
+from groundkit.console.guard import guarded
 from groundkit.pipeline.entry import main
 
 if __name__ == "__main__":

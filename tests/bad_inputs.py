@@ -465,7 +465,8 @@ RUN_FILE_CASES: dict[str, RunFileCase] = {
     # the file as a whole
     "empty file": RunFileCase(b"", None, "holds no passages"),
     "blank lines only": RunFileCase(b"\n  \n\t\n", None, "holds no passages"),
-    # One decoding policy for every file a user hands groundkit (groundkit/_text.py): a BOM is refused, not dropped.
+    # One decoding policy for every file a user hands groundkit (groundkit/inputs/text.py): a BOM is refused,
+    # not dropped.
     "a BOM and nothing else": RunFileCase(b"\xef\xbb\xbf\n", 1, "byte order mark"),
     "a BOM before a good line": RunFileCase(b"\xef\xbb\xbf" + GOOD_RUN_LINE.encode() + b"\n", 1, "byte order mark"),
     "CRLF line endings": RunFileCase(f"{GOOD_RUN_LINE}\r\n".encode(), 1, "CRLF"),

@@ -89,7 +89,7 @@ def test_a_retriever_factory_or_object_is_evaluated_like_a_python_plugin(tiny):
 
 
 def _chunks(folder: Path):
-    from groundkit._lines import read_models
+    from groundkit.artifacts.lines import read_models
 
     return read_models(folder / "chunks.jsonl", gk.Chunk, producer="chunk")
 
@@ -97,9 +97,9 @@ def _chunks(folder: Path):
 def test_compare_runs_is_compare(tiny):
     large = gk.evaluate(tiny["corpus"], tiny["judgments"], set={**AUDIT_OFF, "chunk.size": 200})
     table = gk.compare_runs(large, tiny["small"])
-    expected = gk.compare(large.side, tiny["small"].side, gate=[])
+    (expected,) = gk.compare(large.side, [tiny["small"].side], gate=[]).candidates
     row = table.loc[(tiny["small"].name, "ndcg@10")]
-    stat = next(s for s in expected.overall if s.metric == "ndcg@10")
+    stat = expected.stat("ndcg@10")
     assert (row["baseline"], row["value"], row["delta"]) == (stat.baseline, stat.candidate, stat.delta)
     assert list(table.columns) == ["baseline", "value", "delta", "ci_low", "ci_high", "p_value", "significant"]
     # Three answerable queries: 2^3 sign patterns, fewer than the resamples, so scipy enumerates them exactly.
@@ -194,7 +194,7 @@ def test_a_result_shows_itself_in_one_line_and_as_a_table(tiny):
     assert shown == (f"<Results 'small': 3 answerable and 1 no_answer queries; {figures}; folder {results.folder}>")
     page = results._repr_html_()
     # One row per metric: the mean over the answerable queries, then per category (one query each here).
-    assert page.split("<tbody>")[1].count("<tr><th>") == len(results.side.metric_names)
+    assert page.split("<tbody>")[1].count("<tr><th>") == len(results.side.per_query.metric_names)
     row = re.search(r"<tr><th>mrr</th>(.*?)</tr>", page).group(1)
     assert re.findall(r"<td>([0-9.]+)</td>", row) == [f"{2 / 3:.4f}", "1.0000", "0.0000", "1.0000"]
     assert "<th>factoid (1)</th><th>lexical_gap (1)</th><th>multi_passage (1)</th>" in page

@@ -18,8 +18,8 @@ def _evals_run(out: Path) -> None:
 
 def test_every_file_of_a_run_is_durable_before_any_is_published(tmp_path, monkeypatch):
     """Artifacts skip their own fsync inside a run's scratch folder, so the folder must be synced before its rename."""
-    import groundkit._atomic as artifacts
-    import groundkit._outputs as outputs
+    import groundkit.artifacts.atomic as artifacts
+    import groundkit.artifacts.outputs as outputs
 
     synced: list[str] = []
     real_fsync, real_commit = artifacts._fsync_path, outputs._commit
@@ -44,7 +44,7 @@ def test_a_failed_background_fsync_fails_the_run_and_publishes_nothing(tmp_path,
     """An fsync error is told once, to the thread that asked: it must reach the user, not vanish with the thread."""
     import errno
 
-    import groundkit._atomic as artifacts
+    import groundkit.artifacts.atomic as artifacts
 
     real_fsync, failed = artifacts._fsync_path, []
 
@@ -66,8 +66,8 @@ def test_artifacts_in_a_scratch_folder_are_synced_in_the_background(tmp_path, mo
     """Directly inside the folder or deeper, an artifact's fsync is the background thread's, not the writer's."""
     import os
 
-    import groundkit._atomic as artifacts
-    from groundkit._atomic import atomic_directory, atomic_write_text, synced_later
+    import groundkit.artifacts.atomic as artifacts
+    from groundkit.artifacts.atomic import atomic_directory, atomic_write_text, synced_later
 
     callers: list[tuple[str, str]] = []
     real_fsync = os.fsync

@@ -102,7 +102,8 @@ def test_the_references_say_what_the_code_says(pages):
     assert "### `groundkit score-trec`" in cli and "#### `groundkit judgments add`" in cli
     trouble = pages["docs/troubleshooting.md"]
     # A literal fix, found where it is raised.
-    assert "- pass --params PATH or create params.yaml <small>(`groundkit/_params_file.py:read_params_file`)</small>" \
+    assert ("- pass --params PATH or create params.yaml "
+            "<small>(`groundkit/config/params_file.py:read_params_file`)</small>") \
         in trouble
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from groundkit._globs import Patterns, pattern_problem
+from groundkit.inputs.globs import Patterns, pattern_problem
 
 
 @pytest.mark.parametrize(("pattern", "path", "selected"), [

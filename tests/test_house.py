@@ -1,19 +1,20 @@
 """The house rules that no single module can check: layers, import cycles, one exception module.
 
-The import graph is read from the source (``ast``), not by importing: it sees
-every import, also those inside functions, except the ones under
-``if TYPE_CHECKING:``, which never run. Imports inside functions count:
-deferring an import hides a cycle from Python's import machinery, but the
-modules still need each other whenever that code runs, DVC's stage deps
-(the import closures) include them, and the one cycle this project had,
-dense <-> the retriever registry, was made of nothing else.
+The import graph is read from the source (``ast``), not by importing: it sees every static import,
+also those inside functions and those under ``if TYPE_CHECKING:``. Imports inside functions count:
+deferring an import hides a cycle from Python's import machinery, but the modules still need each
+other whenever that code runs, DVC's stage deps (the import closures) include them, and the one
+cycle this project had at run time, dense <-> the retriever registry, was made of nothing else.
+Type-only imports count too (STYLE.md, rule 19): a reader and an IDE follow them, and a knot of
+them is a plan nobody can read from one end. The only imports not followed are dotted strings in a
+table (the stage table's steps, a kind's builder): an entry point, imported by name where it runs.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Iterator
+import re
 from pathlib import Path
 
 from tests.conftest import REPO
@@ -23,13 +24,12 @@ PACKAGE = REPO / "groundkit"
 # Lowest first; a module may import from its own layer or any below it, never from above.
 LAYERS = ("infrastructure", "config", "corpus", "retrieval", "execution", "scoring", "pipeline", "reports", "api",
           "cli")
-INFRASTRUCTURE = {"groundkit.errors"}  # and every private groundkit._name module
-# The table of retriever kinds is configuration: it says what retrieve.retriever may name, and config
-# validates params against it. It imports no retriever's code: each kind names its builder as a string.
-# The report stage's step renders a report: it lives with the steps, the stage table names it as a
-# string, and no pipeline module imports it.
-PLACED = {"groundkit.retrieval.kinds": "config", "groundkit.scoring.names": "config",
-          "groundkit.pipeline.steps.report": "reports"}
+INFRASTRUCTURE = {"groundkit.errors"}  # and every private groundkit._name module, and these packages:
+INFRASTRUCTURE_PACKAGES = {"artifacts", "inputs", "console"}
+# Two declaration tables sit with configuration, which validates params against them: the kinds of
+# retriever (what retrieve.retriever may name; each kind names its builder as a string) and the grammar
+# of measure names. Each imports nothing above config, even for types, which the graph checks.
+PLACED = {"groundkit.retrieval.kinds": "config", "groundkit.scoring.names": "config"}
 
 
 def module_name(path: Path) -> str:
@@ -41,22 +41,14 @@ def groundkit_modules() -> dict[str, Path]:
     return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
-def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node that can run, skipping the bodies of ``if TYPE_CHECKING:`` (their ``else`` runs)."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            stack.extend(node.orelse)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-
-
 def imported_modules(source: str, name: str, known: set[str]) -> set[str]:
-    """The modules of ``known`` that module ``name`` (source ``source``) imports at run time."""
+    """The modules of ``known`` that module ``name`` (source ``source``) imports statically, types included.
+
+    ``from P import m``, where ``P.m`` is a module, imports ``P.m``; ``from P import x`` of anything else
+    imports ``P`` itself (a package's ``__init__``, for the names it defines or re-exports).
+    """
     found: set[str] = set()
-    for node in _runtime_nodes(ast.parse(source)):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -65,9 +57,10 @@ def imported_modules(source: str, name: str, known: set[str]) -> set[str]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            found.add(target)
-            # `from groundkit.corpus import spans` imports the module groundkit.corpus.spans.
-            found.update(f"{target}.{alias.name}" for alias in node.names)
+            submodules = {f"{target}.{alias.name}" for alias in node.names} & known
+            found |= submodules
+            if len(submodules) < len(node.names):
+                found.add(target)
     return {module for module in found if module in known and module != name}
 
 
@@ -118,9 +111,9 @@ def layer(module: str) -> str | None:
         return None
     if module in PLACED:
         return PLACED[module]
-    if module in INFRASTRUCTURE or module.split(".")[1].startswith("_"):
-        return "infrastructure"
     top = module.split(".")[1]
+    if module in INFRASTRUCTURE or top.startswith("_") or top in INFRASTRUCTURE_PACKAGES:
+        return "infrastructure"
     return top if top in LAYERS else "unassigned"
 
 
@@ -190,8 +183,8 @@ MAX_LINES = 600
 
 STORE = "groundkit.pipeline.store"
 PROCESS_TABLES = {
-    "groundkit._atomic": {"_syncers"},  # scratch folders being synced now: durability, no values are shared
-    "groundkit._lines": {"_KEYS"},  # the JSON of each record key: a pure function's results, any caller's
+    "groundkit.artifacts.atomic": {"_syncers"},  # scratch folders being synced now: durability, no values are shared
+    "groundkit.artifacts.lines": {"_KEYS"},  # the JSON of each record key: a pure function's results, any caller's
     "groundkit.retrieval.trec": {"_RANK_COLUMN"},  # " 1 ", " 2 ", ...: the same text for every caller
 }
 """Module-level tables filled at run time outside the store, each a pure function's results, never a run's data."""
@@ -280,14 +273,32 @@ def test_cycles_finds_a_cycle_and_only_cycles():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_imports_inside_functions_count_and_type_checking_ones_do_not():
+def test_imports_inside_functions_and_type_checking_ones_count():
     source = ("from typing import TYPE_CHECKING\n"
               "if TYPE_CHECKING:\n    from groundkit.cli import main\n"
+              "else:\n    from groundkit.api import evaluate\n"
               "def f():\n    from groundkit.reports import compare\n"
               "from . import spans\n")
-    known = {"groundkit.cli", "groundkit.reports", "groundkit.reports.compare", "groundkit.corpus.spans"}
+    known = {"groundkit.cli", "groundkit.api", "groundkit.reports", "groundkit.reports.compare",
+             "groundkit.corpus", "groundkit.corpus.spans"}
+    # `from groundkit.reports import compare` and `from . import spans` name modules: only those are imported.
     assert imported_modules(source, "groundkit.corpus.passage", known) == {
-        "groundkit.reports", "groundkit.reports.compare", "groundkit.corpus.spans"}
+        "groundkit.cli", "groundkit.api", "groundkit.reports.compare", "groundkit.corpus.spans"}
+
+
+def test_a_knot_of_type_only_imports_is_a_cycle():
+    kinds = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from groundkit.execution import Engine\n"
+    execution = "from groundkit.retrieval.kinds import Ranking\n"
+    known = {"groundkit.retrieval.kinds", "groundkit.execution"}
+    graph = {"groundkit.retrieval.kinds": imported_modules(kinds, "groundkit.retrieval.kinds", known),
+             "groundkit.execution": imported_modules(execution, "groundkit.execution", known)}
+    assert cycles(graph) == [["groundkit.execution", "groundkit.retrieval.kinds"]]
+
+
+def test_no_arrow_runs_from_pipeline_to_reports():
+    graph = import_graph()
+    assert [(module, target) for module, targets in sorted(graph.items()) if layer(module) == "pipeline"
+            for target in sorted(targets) if layer(target) == "reports"] == []
 
 
 def test_an_upward_import_is_reported():
@@ -312,3 +323,83 @@ def test_the_new_rules_see_what_they_forbid():
     assert plants_a_module("import sys\nsys.modules['x'] = object()\n")
     assert plants_a_module("sys.modules.setdefault('x', m)\n")
     assert not plants_a_module("m = sys.modules.get('x')\n")
+
+
+# --- a root that shows the rooms, and ARCHITECTURE.md held to the modules
+
+ROOT_FILES = 12
+"""``ls groundkit/*.py``: at most this many; helpers live in the packages of their concern."""
+
+ARCHITECTURE = REPO / "ARCHITECTURE.md"
+
+
+def documented_modules() -> dict[str, str]:
+    """Each module of the package, dotted from groundkit, with its layer; a package ``__init__`` holding only a
+    docstring is not a module of its own."""
+    found = {}
+    for name, path in groundkit_modules().items():
+        body = [node for node in ast.parse(path.read_text(encoding="utf-8")).body
+                if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))]
+        if name != "groundkit" and (path.name != "__init__.py" or body):
+            found[name.split(".", 1)[1]] = layer(name) or ""
+    return found
+
+
+def layer_table(text: str) -> dict[str, str]:
+    """Each module the Layers table of ARCHITECTURE.md names in backticks, with the layer of its row."""
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    named = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0] in LAYERS:
+            for token in re.findall(r"`([^`]+)`", cells[1]):
+                named[token] = cells[0]
+    return named
+
+
+def recipe(text: str, thing: str) -> str:
+    """The bullet of "Where a new thing goes" for ``thing`` (e.g. "A measure")."""
+    section = text.split("## Where a new thing goes", 1)[1].split("\n## ", 1)[0]
+    return section.split(f"- **{thing}**", 1)[1].split("\n- **", 1)[0]
+
+
+def defined_names(path: Path) -> set[str]:
+    """Names bound at module level in ``path`` (or in every module under it): assignments, defs, classes."""
+    names: set[str] = set()
+    for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+        for node in ast.parse(file.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                names.add(node.name)
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, ast.AnnAssign) else []
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+def test_the_package_root_lists_at_most_twelve_files():
+    assert len(sorted(PACKAGE.glob("*.py"))) <= ROOT_FILES
+
+
+def test_architecture_names_every_module_in_its_layer_and_nothing_else():
+    assert layer_table(ARCHITECTURE.read_text(encoding="utf-8")) == documented_modules()
+
+
+def test_the_recipe_for_a_new_measure_names_what_exists():
+    bullet = recipe(ARCHITECTURE.read_text(encoding="utf-8"), "A measure")
+    tokens = re.findall(r"`([^`]+)`", bullet)
+    paths = [PACKAGE / t for t in tokens if "/" in t]
+    assert paths and all(path.exists() for path in paths), paths
+    names = {name for t in tokens if "/" not in t for name in re.findall(r"[A-Za-z_]\w*", t)}
+    defined = set().union(*(defined_names(path) for path in paths))
+    assert names and names <= defined, names - defined
+    # Each public module of scoring/measures/ follows the recipe: it defines MEASURE.
+    for module in sorted((PACKAGE / "scoring" / "measures").glob("[!_]*.py")):
+        assert "MEASURE" in defined_names(module), module.name
+
+
+def test_the_architecture_checks_see_a_drift():
+    text = "## Layers\n\n| layer | holds |\n| --- | --- |\n| corpus | `corpus.passage`, `corpus.gone` |\n\n## Next\n"
+    assert layer_table(text) == {"corpus.passage": "corpus", "corpus.gone": "corpus"}
+    steps = "## Where a new thing goes\n\n- **A measure**: call `MEASURES.register`.\n- **A stage**: x\n"
+    assert recipe(steps, "A measure") == ": call `MEASURES.register`."
+    assert "register" not in defined_names(PACKAGE / "scoring" / "measures" / "ndcg.py")

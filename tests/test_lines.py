@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from groundkit._atomic import atomic_directory, atomic_write_lines
-from groundkit._lines import model_line, read_lines, reads_back_equal
-from groundkit._seals import seal_path
+from groundkit.artifacts.atomic import atomic_directory, atomic_write_lines
+from groundkit.artifacts.lines import model_line, read_lines, reads_back_equal
+from groundkit.artifacts.seals import seal_path
 from groundkit.corpus.passage import Chunk, Document
 from groundkit.errors import ArtifactError
 
@@ -86,7 +86,7 @@ def test_a_model_line_escapes_every_character_as_json_does():
 
 def test_which_models_read_back_equal_from_their_lines():
     """model_line rounds floats, so a model with one (or with Any, which may hold one) does not read back equal."""
-    from groundkit._models import Record
+    from groundkit.artifacts.models import Record
     from groundkit.corpus.audit import AuditReport, JudgmentAudit
     from groundkit.corpus.spans import ResolvedJudgment
 

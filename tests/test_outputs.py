@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from groundkit._atomic import atomic_write_text
-from groundkit._guard import guarded
-from groundkit._outputs import MARKER, SCRATCH_MARKER
+from groundkit.artifacts.atomic import atomic_write_text
+from groundkit.artifacts.outputs import MARKER, SCRATCH_MARKER
+from groundkit.console.guard import guarded
 from groundkit.corpus.beir import import_beir
 from groundkit.errors import OutputError
 from groundkit.pipeline.runner import ARTIFACTS
@@ -413,7 +413,7 @@ ARTIFACT_NAMES = ["metrics.json", "run.trec", "per_query.csv", "report.html", "r
 
 
 def _commit_in_thread(out: Path, label: str, ready, errors: list) -> None:
-    from groundkit._outputs import output_folder
+    from groundkit.artifacts.outputs import output_folder
 
     try:
         with output_folder(out, command="run", artifacts=ARTIFACT_NAMES, inputs={}, force=True) as work:
@@ -429,7 +429,7 @@ def test_two_commands_publishing_into_one_out_at_once_leave_one_whole_result(tmp
     """Two --force runs into one --out must not leave the metrics of one beside the run file of the other."""
     import threading
 
-    from groundkit import _outputs
+    from groundkit.artifacts import outputs as _outputs
 
     out = tmp_path / "out"
     if existed:

@@ -1,6 +1,6 @@
 """Text from outside is data: plain text in Markdown, escaped on a terminal, no formula in a sheet (issue 35, 4-6).
 
-The rules live in groundkit/_text.py; these tests hold them and every writer of outside text to them, through
+The rules live in groundkit/inputs/text.py; these tests hold them and every writer of outside text to them, through
 an independent reader: a CommonMark renderer (markdown-it-py) for Markdown, Python's csv module for sheets.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from groundkit._text import markdown_code, markdown_text, sheet_cell, sheet_csv, sheet_value, terminal_text
 from groundkit.cli import main
+from groundkit.inputs.text import markdown_code, markdown_text, sheet_cell, sheet_csv, sheet_value, terminal_text
 from tests.bad_inputs import write_compare_pair
 
 HOSTILE = [
@@ -229,7 +229,7 @@ def test_the_review_sheet_neutralises_formulas_and_reads_its_cells_back(tmp_path
 @pytest.mark.parametrize("raised", ["input", "os", "bug"])
 def test_an_error_quoting_outside_text_reaches_the_terminal_escaped(capsys, raised):
     # Every message groundkit prints goes through one door: text it quotes from a file cannot clear the screen.
-    from groundkit._guard import guarded
+    from groundkit.console.guard import guarded
     from groundkit.errors import InputError
 
     hostile = "q\x1b[2J\x07\u202e1"
@@ -249,7 +249,7 @@ def test_an_error_quoting_outside_text_reaches_the_terminal_escaped(capsys, rais
 
 
 def test_terminal_lines_escape_then_wrap_within_the_width():
-    from groundkit._text import terminal_lines
+    from groundkit.inputs.text import terminal_lines
 
     text = "audit: trivial: " + " ".join(f"q{i}\x1b[2J" for i in range(40))
     lines = terminal_lines(text)

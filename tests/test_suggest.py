@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from groundkit._suggest import did_you_mean, near_path
+from groundkit.inputs.suggest import did_you_mean, near_path
 
 
 def test_a_close_name_is_offered_and_a_far_one_is_not():

@@ -43,7 +43,7 @@ def _source_copy(dest: Path, version: str) -> Path:
         if (REPO / rel).is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / rel, dest / rel)
-    init = dest / "groundkit" / "__init__.py"
+    init = dest / "groundkit" / "_version.py"
     text = init.read_text(encoding="utf-8")
     init.write_text(text.replace(f'__version__ = "{__version__}"', f'__version__ = "{version}"'), encoding="utf-8")
     return dest

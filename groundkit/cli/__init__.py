@@ -10,9 +10,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from groundkit._guard import guarded
 from groundkit.cli import _datasets, _evaluate, _judgments, _reports, _repository
 from groundkit.cli._reports import REGRESSION_EXIT
+from groundkit.console.guard import guarded
 
 __all__ = ["REGRESSION_EXIT", "build_parser", "main"]
 
@@ -46,7 +46,7 @@ def _say_what_each_does(parser: argparse.ArgumentParser) -> None:
 
 
 def _version() -> str:
-    from groundkit import __version__
+    from groundkit._version import __version__
 
     return __version__
 

@@ -13,9 +13,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from groundkit._text import terminal_lines
     from groundkit.config import load_params
     from groundkit.execution import described
+    from groundkit.inputs.text import terminal_lines
     from groundkit.pipeline.runner import run
     from groundkit.pipeline.stages import METRICS
     from groundkit.scoring.cautions import PREFIX
@@ -76,8 +76,8 @@ def _print_findings(out: str, params: Any) -> None:
     """The audit's findings of a finished run, on stderr: they inform, the metrics on stdout are the result."""
     from pathlib import Path
 
-    from groundkit._text import terminal_lines
     from groundkit.corpus.audit import AuditReport, findings
+    from groundkit.inputs.text import terminal_lines
     from groundkit.pipeline.stages import AUDIT
 
     report = AuditReport.model_validate_json((Path(out) / AUDIT.name).read_bytes())
@@ -87,8 +87,8 @@ def _print_findings(out: str, params: Any) -> None:
 def _cmd_audit(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundkit._atomic import atomic_write_text
-    from groundkit._lines import dumps_json
+    from groundkit.artifacts.atomic import atomic_write_text
+    from groundkit.artifacts.lines import dumps_json
     from groundkit.config import load_params
     from groundkit.corpus.audit import audit, check_audit, render
     from groundkit.corpus.documents import load_corpus
@@ -117,7 +117,7 @@ def _check_report(args: argparse.Namespace) -> None:
     """Refuse an audit --out that is an input or a file the audit did not write, before the audit runs."""
     from pathlib import Path
 
-    from groundkit._outputs import check_file
+    from groundkit.artifacts.outputs import check_file
     from groundkit.corpus.audit import AuditReport
 
     def is_report(path: Path) -> bool:

@@ -15,10 +15,10 @@ if TYPE_CHECKING:
 def _cmd_judgments_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundkit._text import terminal_lines
     from groundkit.config import load_params
     from groundkit.corpus.audit import audit, check_no_answer, no_answer_warning
     from groundkit.corpus.authoring import check
+    from groundkit.inputs.text import terminal_lines
 
     # The repository's params.yaml, where there is one: CI's check then agrees with audit and the pipeline on
     # audit.no_answer_shares_words (and selects the documents, and tokenizes, as they do).
@@ -127,9 +127,9 @@ def _quote(args: argparse.Namespace, corpus: dict[str, Any], *, category: str = 
     printed, numbered."""
     import json
 
-    from groundkit._suggest import did_you_mean
     from groundkit.corpus.authoring import elsewhere, propose, shortest
     from groundkit.errors import JudgmentsError
+    from groundkit.inputs.suggest import did_you_mean
 
     for option in ("document", "search"):
         if not getattr(args, option):
@@ -263,7 +263,7 @@ def _share(text: str, option: str) -> float:
 def _cmd_pool(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundkit._outputs import check_folder, output_folder
+    from groundkit.artifacts.outputs import check_folder, output_folder
     from groundkit.corpus.judgments import load_judgments
     from groundkit.corpus.spans import resolve_judgments
     from groundkit.errors import JudgmentsError, ParamsError, RunFileError

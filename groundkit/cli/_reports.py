@@ -21,16 +21,34 @@ def _sweep_metrics() -> list[str]:
     """sweep-plot's --metric default: the columns of its table."""
     return ["recall@1", "recall@10", "ndcg@10", "chars@10", "recall@1000chars", "coverage@1000chars"]
 
+def _option(name: str, text: str, kind: type[int] | type[float], expected: str, fix: str) -> float:
+    from groundkit.errors import CompareError
+
+    try:
+        value = kind(text)
+    except (TypeError, ValueError):
+        raise CompareError(name, f"{text!r} is not {expected}", fix=fix) from None
+    return value
+
+def parse_options(alpha: str, max_drop: str, top: str) -> tuple[float, float, int]:
+    """``--alpha``, ``--max-drop`` and ``--top`` from the command line, each checked."""
+    from groundkit.errors import CompareError
+    from groundkit.reports.compare import check_alpha, check_max_drop
+
+    number = _option("--alpha", alpha, float, "a number", "give a significance level such as 0.05")
+    drop = _option("--max-drop", max_drop, float, "a number", "give the largest drop to tolerate, e.g. 0.01")
+    count = int(_option("--top", top, int, "a whole number", "give how many queries to list, e.g. 15"))
+    if count < 0:
+        raise CompareError("--top", f"must be 0 or more, got {count}", fix="give how many queries to list, e.g. 15")
+    return check_alpha(number), check_max_drop(drop), count
+
 def _cmd_compare(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
     from groundkit.errors import CompareError
-    from groundkit.reports.compare import check_correction, compare, parse_options
-    from groundkit.reports.compare_many import compare_many, experiment_sides, render_markdown_many, to_json_many
-    from groundkit.reports.compare_terminal import render_text, render_text_many
-    from groundkit.reports.compare_text import render_markdown, to_json
-    from groundkit.reports.sides import read_side
+    from groundkit.reports.compare import check_correction, compare
+    from groundkit.reports.compare_terminal import render, unshown_left_out
+    from groundkit.reports.sides import experiment_sides, read_side
 
     alpha, max_drop, top = parse_options(args.alpha, args.max_drop, args.top)
     correction = check_correction(args.correction)
@@ -59,36 +77,24 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     else:
         candidates = [read_side(spec, cwd=cwd, metrics_dir=args.metrics_dir) for spec in args.candidates]
     output = _compare_format(args)
-    gate = names(args.metric) or None  # None: the default gate, less what a side does not report
-    options = {"gate": gate, "alpha": alpha, "max_drop": max_drop, "allow_corpus_change": args.allow_corpus_change,
-               "correction": correction}
-    if len(candidates) == 1:
-        result = compare(baseline, candidates[0], **options)
-        report = {"json": lambda: json.dumps(to_json(result), indent=2, sort_keys=True) + "\n",
-                  "md": lambda: render_markdown(result, top=top),
-                  "text": lambda: render_text(result, top=top)}[output]()
-        for name, why in left_out:
-            print(f"left out of --experiments: {name}: {why}", file=sys.stderr)
-        untested, regressions = result.untested, {result.candidate.label: result.regressions}
-        gate_notes = result.gate_notes
-    else:
-        many = compare_many(baseline, candidates, left_out=left_out, **options)
-        report = {"json": lambda: json.dumps(to_json_many(many), indent=2, sort_keys=True) + "\n",
-                  "md": lambda: render_markdown_many(many),
-                  "text": lambda: render_text_many(many)}[output]()
-        untested = {f"{m} ({r.side.label})": why for r in many.candidates for m, why in r.untested.items()}
-        regressions = {r.side.label: r.regressions for r in many.candidates}
-        gate_notes = many.gate_notes
-    for note in gate_notes:
+    result = compare(baseline, candidates, gate=names(args.metric) or None,  # None: the default gate
+                     alpha=alpha, max_drop=max_drop, allow_corpus_change=args.allow_corpus_change,
+                     correction=correction, left_out=left_out)
+    report = render(result, output, top=top)
+    for name, why in unshown_left_out(result):
+        print(f"left out of --experiments: {name}: {why}", file=sys.stderr)
+    for note in result.gate_notes:
         print(f"note: {note}", file=sys.stderr)
     print(report, end="")
-    if args.fail_on_regression and untested:
-        for metric, why in untested.items():
-            print(f"note: --fail-on-regression cannot gate on {metric}: no paired test ({why})", file=sys.stderr)
-    failed = {label: metrics for label, metrics in regressions.items() if metrics}
+    several = len(result.candidates) > 1  # a metric or regression is named with its candidate among several
+    if args.fail_on_regression:
+        for r in result.candidates:
+            for metric, why in r.untested.items():
+                shown = f"{metric} ({r.side.label})" if several else metric
+                print(f"note: --fail-on-regression cannot gate on {shown}: no paired test ({why})", file=sys.stderr)
+    failed = [r for r in result.candidates if r.regressions]
     if args.fail_on_regression and failed:
-        which = "; ".join(", ".join(metrics) + (f" ({label})" if len(regressions) > 1 else "")
-                          for label, metrics in failed.items())
+        which = "; ".join(", ".join(r.regressions) + (f" ({r.side.label})" if several else "") for r in failed)
         print(f"regression: {which} dropped significantly (corrected p < {alpha}) by more than {max_drop}",
               file=sys.stderr)
         return REGRESSION_EXIT
@@ -111,10 +117,10 @@ def _compare_format(args: argparse.Namespace) -> str:
 def _cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundkit._atomic import atomic_write_text
-    from groundkit._outputs import check_file
+    from groundkit.artifacts.atomic import atomic_write_text
+    from groundkit.artifacts.outputs import check_file
     from groundkit.errors import CompareError
-    from groundkit.reports.compare import check_alpha, parse_options
+    from groundkit.reports.compare import check_alpha
     from groundkit.reports.html import is_report, report
 
     alpha = parse_options(args.alpha, "0", "0")[0]
@@ -133,7 +139,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_sweep_plot(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundkit._outputs import check_file
+    from groundkit.artifacts.outputs import check_file
     from groundkit.reports.sweep import plot_column, sweep_table
 
     def is_sweep_table(path: Path) -> bool:
@@ -161,10 +167,9 @@ def _cmd_sweep_plot(args: argparse.Namespace) -> int:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundkit._atomic import atomic_write_text
-    from groundkit._lines import csv_text
-    from groundkit._outputs import output_folder
-    from groundkit.reports.compare import parse_options
+    from groundkit.artifacts.atomic import atomic_write_text
+    from groundkit.artifacts.lines import csv_text
+    from groundkit.artifacts.outputs import output_folder
     from groundkit.reports.sweep_page import render
     from groundkit.reports.sweep_view import csv_rows, render_text, sweep_view
 

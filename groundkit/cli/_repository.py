@@ -9,7 +9,7 @@ from typing import Any
 def _cmd_init(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundkit import __version__
+    from groundkit._version import __version__
     from groundkit.pipeline.adopt import RECORD, Request, default_branch, init, next_steps, summary_lines
 
     root = Path.cwd()

@@ -31,7 +31,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Literal
 
-from groundkit._models import Record
+from groundkit.artifacts.models import Record
 from groundkit.config import AuditParams, TokenizeParams
 from groundkit.corpus.judgments import Category, Judgment
 from groundkit.corpus.passage import Document

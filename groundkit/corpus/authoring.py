@@ -32,15 +32,15 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from groundkit._atomic import atomic_write_text
-from groundkit._suggest import did_you_mean
-from groundkit._text import decode_utf8_lf
-from groundkit._validation import describe
+from groundkit.artifacts.atomic import atomic_write_text
 from groundkit.corpus.audit import normalise
 from groundkit.corpus.judgments import Category, GoldSpan, Judgment, load_judgments
 from groundkit.corpus.passage import Document, NotOnce, line_col, locate_once
 from groundkit.corpus.spans import resolve_judgments
 from groundkit.errors import JudgmentsError
+from groundkit.inputs.suggest import did_you_mean
+from groundkit.inputs.text import decode_utf8_lf
+from groundkit.inputs.validation import describe
 
 MAX_EXTRA_WORDS = 40
 """The most words ``add`` and ``repair`` add around a passage to make it occur exactly once."""

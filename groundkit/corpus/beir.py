@@ -54,7 +54,7 @@ name back to the id; the manifest lists every id whose name is not ``<id>.txt``.
 The output is deterministic (the same inputs give the same bytes) and is
 written into a scratch folder moved into place only on success. ``OUT`` must
 be new or empty, or hold an earlier import (replaced only with ``force``); see
-groundkit/_outputs.py.
+groundkit/artifacts/outputs.py.
 """
 
 from __future__ import annotations
@@ -72,14 +72,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from groundkit._json import loads_line
-from groundkit._lines import dumps_json
-from groundkit._outputs import output_folder
-from groundkit._seals import file_sha256
-from groundkit._text import BOM, bom_error
-from groundkit._validation import describe
+from groundkit.artifacts.lines import dumps_json
+from groundkit.artifacts.outputs import output_folder
+from groundkit.artifacts.seals import file_sha256
 from groundkit.corpus.judgments import MAX_GRADE, Category, GoldSpan, Judgment
 from groundkit.errors import DatasetError, JSONLineError
+from groundkit.inputs.jsonline import loads_line
+from groundkit.inputs.text import BOM, bom_error
+from groundkit.inputs.validation import describe
 
 FORMAT = "groundkit-beir-import/2"
 MANIFEST = "beir-import.json"
@@ -487,7 +487,7 @@ def import_beir(
     for path in (corpus_path, queries_path, qrels_path):
         _require_file(path)
 
-    # A user may add documents to the corpus folder: --force refuses to delete them (groundkit/_outputs.py).
+    # A user may add documents to the corpus folder: --force refuses to delete them (groundkit/artifacts/outputs.py).
     with output_folder(out, command="import-beir", artifacts=(CORPUS_DIR, JUDGMENTS, MANIFEST),
                        open_folders=(CORPUS_DIR,), inputs={"the BEIR dataset folder": source}, force=force) as tmp:
         corpus = _write_corpus(corpus_path, tmp / CORPUS_DIR, drop_empty=drop_empty)

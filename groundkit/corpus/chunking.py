@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from groundkit._models import assembled
-from groundkit._progress import track
+from groundkit.artifacts.models import assembled
 from groundkit.config import ChunkParams
+from groundkit.console.progress import track
 from groundkit.corpus.passage import Chunk, Document, content_id
 
 

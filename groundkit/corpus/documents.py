@@ -9,7 +9,7 @@ of a kind groundkit cannot read as text (a PDF, an image, HTML: see
 groundkit/corpus/formats.py), by its name.
 
 Which files are documents is the team's to say, with glob patterns
-(``corpus.include``, ``corpus.exclude``; groundkit/_globs.py): a file is read
+(``corpus.include``, ``corpus.exclude``; groundkit/inputs/globs.py): a file is read
 when an include pattern selects it (every file, when there is none) and no
 exclude pattern does. Left out, an entry is neither read nor checked.
 """
@@ -23,13 +23,13 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from groundkit._globs import Patterns
-from groundkit._models import assembled
-from groundkit._suggest import near_path_text
-from groundkit._text import decode_utf8_lf
+from groundkit.artifacts.models import assembled
 from groundkit.corpus.formats import refusal, refused_format
 from groundkit.corpus.passage import Document, content_id
 from groundkit.errors import CorpusError
+from groundkit.inputs.globs import Patterns
+from groundkit.inputs.suggest import near_path_text
+from groundkit.inputs.text import decode_utf8_lf
 
 
 def decode_document(path: str | Path, data: bytes, *, name: str | None = None) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from groundkit._globs import Patterns
+from groundkit.inputs.globs import Patterns
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,12 @@ from pathlib import Path
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from groundkit._json import loads_line
-from groundkit._models import StrictRecord
-from groundkit._suggest import near_path_text
-from groundkit._text import decode_utf8_lf
-from groundkit._validation import describe
+from groundkit.artifacts.models import StrictRecord
 from groundkit.errors import JSONLineError, JudgmentsError
+from groundkit.inputs.jsonline import loads_line
+from groundkit.inputs.suggest import near_path_text
+from groundkit.inputs.text import decode_utf8_lf
+from groundkit.inputs.validation import describe
 
 QUERY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 MAX_GRADE = 1_000

@@ -27,8 +27,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from groundkit._json import describe_char
-from groundkit._models import StrictRecord
+from groundkit.artifacts.models import StrictRecord
+from groundkit.inputs.jsonline import describe_char
 
 ID_HEX_CHARS = 16
 

@@ -17,8 +17,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from groundkit._models import StrictRecord
-from groundkit._suggest import did_you_mean
+from groundkit.artifacts.models import StrictRecord
 from groundkit.corpus.judgments import Category, GoldSpan, Judgment
 from groundkit.corpus.passage import (
     LISTED,
@@ -31,6 +30,7 @@ from groundkit.corpus.passage import (
     locate_once,
 )
 from groundkit.errors import SpanError
+from groundkit.inputs.suggest import did_you_mean
 
 
 def _is_one(grade: int) -> bool:

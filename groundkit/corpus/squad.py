@@ -56,7 +56,7 @@ Choices, each of which changes what is measured and is therefore written down:
 
 The output is deterministic (the same file gives the same bytes) and is written into a scratch folder
 moved into place only on success. ``OUT`` must be new or empty, or hold an earlier import-squad
-(replaced only with ``force``); see groundkit/_outputs.py.
+(replaced only with ``force``); see groundkit/artifacts/outputs.py.
 """
 
 from __future__ import annotations
@@ -70,10 +70,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from groundkit._lines import dumps_json
-from groundkit._outputs import output_folder
-from groundkit._progress import bar
-from groundkit._validation import describe
+from groundkit.artifacts.lines import dumps_json
+from groundkit.artifacts.outputs import output_folder
+from groundkit.console.progress import bar
 from groundkit.corpus.beir import SUFFIX, document_files
 from groundkit.corpus.judgments import Category, GoldSpan, Judgment
 from groundkit.corpus.squad_files import (
@@ -94,6 +93,7 @@ from groundkit.corpus.squad_files import (
     whole_text,
 )
 from groundkit.errors import DatasetError
+from groundkit.inputs.validation import describe
 
 FORMAT = "groundkit-squad-import/1"
 MANIFEST = "squad-import.json"
@@ -438,7 +438,7 @@ def import_squad(
         handle = source.open("rb")
     except OSError as exc:
         raise DatasetError(source, f"cannot be read ({exc.strerror})", fix="check its permissions") from None
-    # A user may add documents to the corpus folder: --force refuses to delete them (groundkit/_outputs.py).
+    # A user may add documents to the corpus folder: --force refuses to delete them (groundkit/artifacts/outputs.py).
     with handle, output_folder(out, command="import-squad", artifacts=(CORPUS_DIR, JUDGMENTS, MANIFEST),
                                open_folders=(CORPUS_DIR,), inputs={"the input file": source}, force=force) as tmp:
         (tmp / CORPUS_DIR).mkdir()

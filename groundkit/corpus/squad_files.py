@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from groundkit._json import loads_line
 from groundkit.corpus.judgments import QUERY_ID
 from groundkit.errors import DatasetError, JSONLineError
+from groundkit.inputs.jsonline import loads_line
 
 SQUAD, MRQA = "squad", "mrqa"
 FORMATS = (SQUAD, MRQA)

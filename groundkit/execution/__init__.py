@@ -1,5 +1,7 @@
 """Where the heavy steps run: in the stage's own process, or on a Ray cluster.
 
+Both implement the port retrieval declares (groundkit/retrieval/ports.py's ``Engine``), re-exported here.
+
 ``execution.engine`` in params.yaml picks an engine for the three steps whose cost grows with the
 corpus: building the BM25 index, embedding the chunks, and searching the index. Both engines call
 the same functions of groundkit/retrieval/bm25.py and groundkit/retrieval/dense.py over the same
@@ -18,44 +20,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from groundkit._seals import Digest, file_sha256
+from groundkit.artifacts.seals import Digest, file_sha256
+from groundkit.retrieval.ports import Engine
 
 if TYPE_CHECKING:
     import numpy as np
 
     from groundkit.config import BM25Params, ExecutionParams, TokenizeParams
     from groundkit.corpus.tokenizing import Tokenizer
-    from groundkit.retrieval.bm25 import BM25Index, IndexSummary
-    from groundkit.retrieval.dense import Encoder
-    from groundkit.retrieval.kinds import Ranking
+    from groundkit.retrieval.bm25.format import IndexSummary
+    from groundkit.retrieval.ports import Encoder, Ranking, SegmentedIndex
 
 __all__ = ["Engine", "described", "lazy_engine", "open_engine"]
-
-
-class Engine(Protocol):
-    """What both engines offer; each method's result is the same bytes whichever engine ran it."""
-
-    name: str
-
-    def write_index(self, records: Iterable[tuple[str, str, int, str]], directory: Path, bm25: BM25Params,
-                    tokenizer: TokenizeParams, *, tokenize: Tokenizer | None = None,
-                    digest_of: Digest = ...) -> IndexSummary:
-        """Index ``(chunk_id, document, start_offset, text)`` records, in their order, into ``directory``.
-
-        ``tokenize`` is the tokenizer ``tokenizer`` describes, where the caller has one that shares its
-        tokens (an engine that tokenizes elsewhere ignores it); ``digest_of`` hashes the written files.
-        """
-        ...
-
-    def search(self, index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
-        """``index.search(query, depth)`` for every query, in order."""
-        ...
-
-    def embed(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
-        """``encoder.encode(texts)``: float32 rows in the order of ``texts``."""
-        ...
 
 
 def described(execution: ExecutionParams) -> str:
@@ -99,7 +77,7 @@ class _Lazy:
                     digest_of: Digest = file_sha256) -> IndexSummary:
         return self._opened().write_index(records, directory, bm25, tokenizer, tokenize=tokenize, digest_of=digest_of)
 
-    def search(self, index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
+    def search(self, index: SegmentedIndex, queries: Sequence[str], depth: int) -> list[Ranking]:
         return self._opened().search(index, queries, depth)
 
     def embed(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:

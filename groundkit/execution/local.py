@@ -11,17 +11,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from groundkit._progress import track
-from groundkit._seals import Digest, file_sha256
+from groundkit.artifacts.seals import Digest, file_sha256
+from groundkit.console.progress import track
 
 if TYPE_CHECKING:
     import numpy as np
 
     from groundkit.config import BM25Params, TokenizeParams
     from groundkit.corpus.tokenizing import Tokenizer
-    from groundkit.retrieval.bm25 import BM25Index, IndexSummary
-    from groundkit.retrieval.dense import Encoder
-    from groundkit.retrieval.kinds import Ranking
+    from groundkit.retrieval.bm25.format import IndexSummary
+    from groundkit.retrieval.ports import Encoder, Ranking, SegmentedIndex
 
 
 class LocalEngine:
@@ -45,7 +44,7 @@ class LocalEngine:
         return write_index(records, directory, k1=bm25.k1, b=bm25.b, tokenizer=tokenizer, tokenize=tokenize,
                            digest_of=digest_of)
 
-    def search(self, index: BM25Index, queries: Sequence[str], depth: int) -> list[Ranking]:
+    def search(self, index: SegmentedIndex, queries: Sequence[str], depth: int) -> list[Ranking]:
         """``index.search`` for every query, in order."""
         return [index.search(query, depth) for query in track(queries, desc="retrieve", unit="query")]
 

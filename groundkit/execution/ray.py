@@ -48,13 +48,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from groundkit._progress import bar, track
-from groundkit._seals import Digest, file_sha256
+from groundkit.artifacts.seals import Digest, file_sha256
 from groundkit.config import RAY_EXTRA
+from groundkit.console.progress import bar, track
 from groundkit.errors import DependencyError, EngineError, GroundkitError, ParamsError, Terminated
 from groundkit.retrieval.bm25 import (
     SEGMENT_ROWS,
-    BM25Index,
     GlobalStats,
     IndexSummary,
     IndexWriter,
@@ -72,7 +71,8 @@ from groundkit.retrieval.dense import Encoder, batch_bounds
 if TYPE_CHECKING:
     from groundkit.config import BM25Params, DenseParams, TokenizeParams
     from groundkit.corpus.tokenizing import Tokenizer
-    from groundkit.retrieval.kinds import Ranking
+    from groundkit.retrieval import ports
+    from groundkit.retrieval.ports import Ranking
 
 MAX_RETRIES = 3
 """How often a task is run again after its worker died (a killed process, a lost node)."""
@@ -235,7 +235,7 @@ class RayEngine:
 
     # --- embed
 
-    def embed(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, encoder: ports.Encoder, texts: Sequence[str]) -> np.ndarray:
         """``encoder.encode(texts)`` as a Ray Data ``map_batches``, batch for batch the same forward passes."""
         import pyarrow as pa
         import ray.data
@@ -309,7 +309,7 @@ class RayEngine:
 
     # --- search
 
-    def search(self, index: BM25Index, queries: Sequence[str], depth: int, *, query_batch: int = QUERY_BATCH,
+    def search(self, index: ports.SegmentedIndex, queries: Sequence[str], depth: int, *, query_batch: int = QUERY_BATCH,
                retries: int = MAX_RETRIES) -> list[Ranking]:
         """``index.search(query, depth)`` for every query, the index's segments searched by Ray tasks.
 
@@ -530,7 +530,7 @@ def _quiet_data() -> None:
     """Ray Data draws its progress bars only where groundkit draws its own: on a terminal."""
     import ray.data
 
-    from groundkit._progress import enabled
+    from groundkit.console.progress import enabled
 
     with warnings.catch_warnings():
         # Ray 2.60's get_current() walks its own deprecated fields and warns about them: nothing of ours.

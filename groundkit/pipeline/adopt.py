@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from groundkit._atomic import atomic_write_text
+from groundkit.artifacts.atomic import atomic_write_text
 from groundkit.config import check_path_param
 from groundkit.errors import RepositoryError
 from groundkit.pipeline import dvc_yaml

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groundkit._guard import guarded
+from groundkit.console.guard import guarded
 from groundkit.errors import OutputError
 from groundkit.pipeline.stages import ENTRY, STAGES, Artifact, Output, ParamPath, Stage
 

@@ -60,8 +60,8 @@ def _parser(installed: bool) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
     """Run the stage ``argv`` names; ``installed`` for ``groundkit stage`` (the installed groundkit)."""
-    from groundkit._collector import fewer_collections
     from groundkit.config import load_params
+    from groundkit.pipeline.collector import fewer_collections
     from groundkit.pipeline.store import Store
     from groundkit.scoring.measures import metrics_of
 
@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
 
 def check_version(rendered_for: str) -> None:
     """Refuse to run when the installed groundkit is not the one dvc.yaml was rendered for."""
-    from groundkit import __version__
+    from groundkit._version import __version__
 
     if rendered_for != __version__:
         raise RepositoryError(

@@ -5,7 +5,7 @@ the stage table (groundkit/pipeline/stages.py), inside a scratch folder, and
 moves the finished artifacts into ``--out`` only when every step has
 succeeded: a failed or terminated run leaves nothing behind. It never
 touches the repository tree, and writes into an existing folder only on the
-terms of groundkit/_outputs.py.
+terms of groundkit/artifacts/outputs.py.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from groundkit._collector import fewer_collections
-from groundkit._outputs import output_folder
-from groundkit._text import terminal_lines
+from groundkit.artifacts.outputs import output_folder
 from groundkit.config import Params
+from groundkit.inputs.text import terminal_lines
+from groundkit.pipeline.collector import fewer_collections
 from groundkit.pipeline.stages import (
     ARTIFACTS,
     CHUNKS,

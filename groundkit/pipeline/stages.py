@@ -38,7 +38,7 @@ class Artifact:
         path: Repository-relative POSIX path, under build/ or metrics/. The in-process runner keeps
             only the last part, so every artifact's name is unique.
         about: What it holds, in a few words (the option's help text).
-        sealed: Written with a ``NAME.sha256`` companion that readers check (groundkit/_seals.py);
+        sealed: Written with a ``NAME.sha256`` companion that readers check (groundkit/artifacts/seals.py);
             the seal is an output of its stage and a dependency of every stage that reads the file.
         dvc: How dvc.yaml declares it: ``outs``, ``metrics`` (``dvc metrics``) or ``plots``.
         cache: False for the small files kept in git rather than DVC's cache (``cache: false``).
@@ -313,7 +313,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="report",
         about="write the HTML report (charts, per-query table, gold quotes and retrieved chunks side by side)",
-        step=f"{_STEPS}.report",
+        step="groundkit.reports.step",  # a reports module: the table names it, no pipeline module imports it
         inputs=(Input(PER_QUERY, "--per-query", "per_query"), Input(RUN_METADATA, "--run-metadata", "run_metadata"),
                 Input(PLOT_DATA, "--plots", "plots"), Input(DOCUMENTS, "--documents", "documents"),
                 Input(GOLD_SPANS, "--spans", "spans"), Input(CHUNKS, "--chunks", "chunks"),

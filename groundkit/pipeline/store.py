@@ -13,7 +13,7 @@ judgments and the artifacts of earlier stages through it, and writes its own thr
 
 The invariant that makes the hand-back safe: what is handed back equals what the reader would parse from
 the bytes. Records are handed back only for a model all of whose fields read back equal from their line
-(strings, ints, enums, no float: :func:`groundkit._lines.reads_back_equal`), and only when every record is
+(strings, ints, enums, no float: :func:`groundkit.artifacts.lines.reads_back_equal`), and only when every record is
 of exactly that model. A run is handed back as the pairs :func:`groundkit.retrieval.trec.write_run` returns of
 it, once the ids the reader knows have been checked as the parser checks them
 (:func:`groundkit.retrieval.trec.knows`); the rest of the parser's checks hold by construction, since
@@ -42,13 +42,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from groundkit import _lines
-from groundkit._seals import check_seal, file_sha256
+from groundkit.artifacts import lines as _lines
+from groundkit.artifacts.atomic import atomic_write_text
+from groundkit.artifacts.seals import check_seal, file_sha256
 from groundkit.corpus.documents import load_corpus_hashed
 from groundkit.corpus.judgments import judgments_bytes, load_judgments_hashed, parse_judgments
 from groundkit.corpus.tokenizing import Tokenizer, make_tokenizer
+from groundkit.errors import ArtifactError
+from groundkit.pipeline.provenance import Provenance
 from groundkit.retrieval import trec
 
 if TYPE_CHECKING:
@@ -94,6 +97,27 @@ class Store:
     def write_models(self, path: str | Path, records: Sequence[M], model: type[M]) -> None:
         """Write ``records`` as a sealed JSONL artifact of ``model``."""
         _lines.write_models(path, records, model)
+
+    def write_provenance(self, path: str | Path, record: Provenance) -> None:
+        """Write a stage's provenance record (groundkit/pipeline/provenance.py)."""
+        atomic_write_text(path, _lines.dumps_json(record.model_dump(mode="json")))
+
+    def read_provenance(self, path: str | Path, *, producer: str) -> Provenance:
+        """The provenance record the ``producer`` stage wrote at ``path``, checked: its shape, and its stage."""
+        document = _lines.read_json(path, producer=producer)
+        fix = f"delete it and re-run the {producer} stage (dvc repro -f -s {producer}; with groundkit run: run it " \
+              "again)"
+        try:
+            record = Provenance.model_validate(document)
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"]) or "the record"
+            raise ArtifactError(path, f"is not a provenance record ({where}: {problem['msg']}); it was edited by "
+                                "hand, or written by another version of groundkit", fix=fix) from None
+        if record.stage != producer:
+            raise ArtifactError(path, f"was written by the {record.stage} stage, not the {producer} stage that "
+                                "makes it", key="stage", fix=fix)
+        return record
 
     def read_run(self, path: str | Path, query_ids: Sequence[str], passage_ids: set[str] | None = None, *,
                  listed_in: str, producer: str) -> dict[str, trec.Ranking]:

@@ -1,7 +1,11 @@
-"""The report page's style sheet and script, inlined into every page (groundkit/reports/html.py).
+"""The pages' skeleton, style sheet and script, inlined into every page (groundkit/reports/html.py, the report;
+groundkit/reports/sweep_page.py, the sweep view).
 
 Kept as Python strings so the report stage's code dependencies (its import closure) include them.
 """
+
+from groundkit._version import __version__
+from groundkit.reports.charts import escape_html
 
 # The page may run its own inline script and style and load nothing at all, so a browser refuses any
 # request even if a document's text were to smuggle markup past the escaping.
@@ -259,4 +263,29 @@ SCRIPT = r"""
     if (row) { toggle(row); row.scrollIntoView(); }
   }
 })();
+"""
+
+
+FOOTER = (f"<footer>groundkit {escape_html(__version__)}. Self-contained: this file loads nothing.</footer>")
+"""The last line of every page's body: which groundkit wrote it, and that it fetches nothing."""
+
+
+def page(*, marker: str, title: str, body: str, style: str = STYLE, scripts: str = "") -> str:
+    """The skeleton of every page groundkit writes (the report and the sweep view): one self-contained HTML file
+    under :data:`POLICY`, named by ``marker`` (how a later run recognises its own file), titled ``title``
+    (already escaped), with ``body`` and, after it, ``scripts`` (each line ending in a newline)."""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+{marker}
+{POLICY}
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>{style}</style>
+</head>
+<body>
+{body}
+{scripts}</body>
+</html>
 """

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from groundkit._atomic import atomic_write_lines
-from groundkit._lines import read_json, read_models
-from groundkit._outputs import output_folder
+from groundkit.artifacts.atomic import atomic_write_lines
+from groundkit.artifacts.lines import read_json, read_models
+from groundkit.artifacts.outputs import output_folder
 from groundkit.corpus.beir import JUDGMENTS as IMPORT_JUDGMENTS
 from groundkit.corpus.beir import MANIFEST as IMPORT_MANIFEST
 from groundkit.corpus.beir import document_id

@@ -1,50 +1,48 @@
-"""Comparing runs query by query: paired confidence intervals, paired tests, effect sizes and a verdict.
+"""Comparing runs query by query: one baseline against N candidates, with paired statistics and verdicts.
 
 ``dvc metrics diff`` says that a mean moved; it cannot say whether the move is larger than what
 reshuffling the same queries would give. Both runs score the same judgments, so every query yields
-one paired difference, and the statistics (groundkit/reports/stats.py) are over those differences:
-a 95% paired bootstrap interval, a paired randomization test, Cohen's d_z, and the queries that
-went up, stayed and went down. The verdict looks at the gated metrics (``--metric``) only, with
-their p-values corrected for testing several at once (Holm by default); the report also says how
-large a change in each gated metric these judgments could detect at all. With fewer than two
-paired queries there is neither an interval nor a test.
+one paired difference, and the statistics (groundkit/reports/stats.py, groundkit/reports/paired.py)
+are over those differences: a 95% paired bootstrap interval, a paired randomization test, Cohen's
+d_z, and the queries that went up, stayed and went down. Each candidate's verdict
+(groundkit/reports/verdict.py) looks at the gated metrics (``--metric``) only, with the p-values of
+every candidate x gated metric corrected together (Holm by default): at alpha = 0.05, eight
+candidates on two metrics give sixteen chances of a false alarm. The candidates share the
+resampling's random draws, so each is what a comparison of it alone would show, and one candidate
+is the case N = 1 of the same computation. The result also says how large a change in each gated
+metric these judgments could detect at all. With fewer than two paired queries there is neither an
+interval nor a test.
 
-This module compares two runs read as sides (groundkit/reports/sides.py); compare_many.py compares
-one baseline with several candidates, and compare_text.py writes a comparison as Markdown and JSON.
+groundkit/reports/compare_text.py writes a comparison as Markdown and JSON,
+groundkit/reports/compare_terminal.py as text for a terminal.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from groundkit.errors import CompareError, MeasureError
-from groundkit.reports.sides import NO_ANSWER, Side
+from groundkit.reports.paired import Stat, count_text, paired_rows
+from groundkit.reports.sides import NO_ANSWER, Side, params_changed
 from groundkit.reports.stats import (
     CORRECTIONS,
     adjust_p_values,
-    effect_size,
     minimum_detectable_effect,
-    paired_stats_many,
     smallest_p_value,
-    wins_ties_losses,
 )
-from groundkit.scoring.measures import MEASURES, Cut, Cutoff
+from groundkit.reports.verdict import cost_metrics, decide, verdict_summary
+from groundkit.scoring.measures import MEASURES, Cutoff
 from groundkit.scoring.schema import document_level
 from groundkit.scoring.separability import NAME as SEPARABILITY
 from groundkit.scoring.separability import paired_bootstrap
 
 SHORT_HASH = 12
 
-CHARS = "chars"
-"""The measure of the context a ranking costs: a gain read with more of it is bought, not won."""
-
-
-# The per-category table: every hit rate (at k and at a budget), then nDCG at the deepest k.
 DEFAULT_GATE = ("ndcg@10", "coverage@1000chars")
 """What the verdict judges by unless told otherwise: ranking quality, and how much of the gold a context window of
 1,000 characters holds (size-fair), so that a larger chunk cannot win by reading more."""
@@ -53,31 +51,7 @@ DEFAULT_GATE = ("ndcg@10", "coverage@1000chars")
 ALL = "all"  # the category name of the overall row in the table of detectable effects
 
 
-@dataclass
-class Stat:
-    """One metric over one set of paired queries; interval, p-value and d_z are None below two queries."""
-
-    metric: str
-    queries: int
-    baseline: float | None
-    candidate: float | None
-    delta: float | None
-    ci_low: float | None
-    ci_high: float | None
-    p_value: float | None
-    effect_size: float | None = None
-    wins: int = 0
-    ties: int = 0
-    losses: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        ci = None if self.ci_low is None else [self.ci_low, self.ci_high]
-        return {"metric": self.metric, "queries": self.queries, "baseline": self.baseline,
-                "candidate": self.candidate, "delta": self.delta, "ci95": ci, "p_value": self.p_value,
-                "effect_size_dz": self.effect_size, "wins": self.wins, "ties": self.ties, "losses": self.losses}
-
-
-@dataclass
+@dataclass(frozen=True)
 class Detectable:
     """The minimum detectable effect of one gated metric over one category (or all), from the baseline.
 
@@ -99,38 +73,73 @@ class Detectable:
                 "baseline": self.baseline, "sd": self.sd, "mde": self.mde, "note": self.note}
 
 
-@dataclass
-class Comparison:
-    baseline: Side
-    candidate: Side
+@dataclass(frozen=True)
+class CandidateResult:
+    """One candidate against the baseline.
+
+    Attributes:
+        side: The candidate.
+        params_changed: Each flattened parameter whose value differs: ``{key: [baseline's, candidate's]}``.
+        corpus_change: The two corpus hashes, shortened, when the corpora differ (``--allow-corpus-change``).
+        one_sided: The metrics only the baseline, or only the candidate, reports.
+        overall: One :class:`Stat` per metric both report, in the baseline's order, over the answerable queries.
+        category_metrics: The metrics a per-category table shows (:func:`per_category`).
+        by_category: Per category, one Stat for each of ``category_metrics``, then for each gated metric
+            not among them.
+        worse: The queries whose first gold rank got worse, most first; ``better`` those that got better.
+        no_answer: The no_answer queries: how many, how many each side abstained on, and separability.
+        p_adjusted: Each gated metric's p-value, corrected over every candidate x gated metric.
+        costs: Each gated metric's context (``chars@k``) stat, where both report one.
+        verdict, regressions, untested, traded: The :class:`~groundkit.reports.verdict.Decision`.
+    """
+
+    side: Side
+    params_changed: dict[str, list[Any]]
+    corpus_change: dict[str, str] | None
+    one_sided: dict[str, list[str]]
     overall: list[Stat]
+    category_metrics: list[str]
     by_category: dict[str, list[Stat]]
     worse: list[dict[str, Any]]
     better: list[dict[str, Any]]
     no_answer: dict[str, Any]
-    params_changed: dict[str, list[Any]]
+    p_adjusted: dict[str, float | None]
+    costs: dict[str, Stat]
+    verdict: str
+    regressions: list[str]
+    untested: dict[str, str]
+    traded: dict[str, str]
+
+    def stat(self, metric: str) -> Stat:
+        """The overall stat of ``metric``."""
+        return next(s for s in self.overall if s.metric == metric)
+
+    def categories(self, metrics: Sequence[str]) -> dict[str, list[Stat]]:
+        """Per category, the stats of ``metrics`` in that order (each among ``category_metrics`` or gated)."""
+        return {category: [next(s for s in stats if s.metric == m) for m in metrics]
+                for category, stats in self.by_category.items()}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A baseline against its candidates, built in one go by :func:`compare`.
+
+    ``verdict`` counts the candidates' verdicts (one candidate's verdict itself); ``tests`` is how many
+    gated p-values the correction was over; ``queries`` the answerable queries paired.
+    """
+
+    baseline: Side
+    candidates: tuple[CandidateResult, ...]
     gate: list[str]
     alpha: float
     max_drop: float
-    corpus_change: dict[str, str] | None = None
-    one_sided: dict[str, list[str]] = field(default_factory=dict)
-    verdict: str = ""
-    regressions: list[str] = field(default_factory=list)
-    untested: dict[str, str] = field(default_factory=dict)
-    correction: str = "holm"
-    p_adjusted: dict[str, float | None] = field(default_factory=dict)
-    detectable: list[Detectable] = field(default_factory=list)
-    costs: dict[str, Stat] = field(default_factory=dict)
-    traded: dict[str, str] = field(default_factory=dict)
-    gate_notes: list[str] = field(default_factory=list)
-
-
-def _option(name: str, text: str, kind: type[int] | type[float], expected: str, fix: str) -> float:
-    try:
-        value = kind(text)
-    except (TypeError, ValueError):
-        raise CompareError(name, f"{text!r} is not {expected}", fix=fix) from None
-    return value
+    correction: str
+    tests: int
+    queries: int
+    detectable: list[Detectable]
+    verdict: str
+    gate_notes: list[str]
+    left_out: list[tuple[str, str]]
 
 
 def check_alpha(alpha: float) -> float:
@@ -158,43 +167,6 @@ def check_correction(correction: str) -> str:
     return correction
 
 
-def parse_options(alpha: str, max_drop: str, top: str) -> tuple[float, float, int]:
-    """``--alpha``, ``--max-drop`` and ``--top`` from the command line, each checked."""
-    number = _option("--alpha", alpha, float, "a number", "give a significance level such as 0.05")
-    drop = _option("--max-drop", max_drop, float, "a number", "give the largest drop to tolerate, e.g. 0.01")
-    count = int(_option("--top", top, int, "a whole number", "give how many queries to list, e.g. 15"))
-    if count < 0:
-        raise CompareError("--top", f"must be 0 or more, got {count}", fix="give how many queries to list, e.g. 15")
-    return check_alpha(number), check_max_drop(drop), count
-
-
-def paired_rows(metrics: list[str], before: np.ndarray, afters: list[np.ndarray]) -> list[list[Stat]]:
-    """One Stat per metric for each candidate; ``before`` and each of ``afters`` are (metrics, queries).
-
-    All candidates go through the resampling together, so they share its random draws: a candidate
-    gets the same interval and p-value here as compared alone.
-    """
-    queries = before.shape[1]
-    tests = paired_stats_many(np.tile(before, (len(afters), 1)), np.concatenate(afters)) if afters else []
-    result = []
-    for c, after in enumerate(afters):
-        stats = []
-        for j, metric in enumerate(metrics):
-            low, high, p_value = tests[c * len(metrics) + j]
-            d = after[j] - before[j]
-            means = (float(before[j].mean()), float(after[j].mean()), float(d.mean())) if queries else (None,) * 3
-            stats.append(Stat(metric, queries, *means, ci_low=low, ci_high=high, p_value=p_value,
-                              effect_size=effect_size(d), **dict(zip(("wins", "ties", "losses"),
-                                                                     wins_ties_losses(d), strict=True))))
-        result.append(stats)
-    return result
-
-
-def _stats(metrics: list[str], before: np.ndarray, after: np.ndarray) -> list[Stat]:
-    """One Stat per metric; ``before`` and ``after`` are (metrics, queries), paired by column."""
-    return paired_rows(metrics, before, [after])[0]
-
-
 def detectable(side: Side, rows: np.ndarray, metrics: list[str], alpha: float) -> list[Detectable]:
     """The minimum detectable effect of each metric over all ``rows`` of ``side``, then per category.
 
@@ -203,14 +175,14 @@ def detectable(side: Side, rows: np.ndarray, metrics: list[str], alpha: float) -
     unrelated per-query errors would give. Real candidates share much of the baseline's ranking, so
     their differences usually vary less and smaller effects are found; this is the cautious figure.
     """
-    categories = [side.categories[i] for i in rows]
+    categories = [side.per_query.categories[i] for i in rows]
     groups = [(ALL, rows)] + [(c, rows[np.array([x == c for x in categories], dtype=bool)])
                               for c in sorted(set(categories))]
     result = []
     for metric in metrics:
-        column = side.metric_names.index(metric)
+        column = side.per_query.metric_names.index(metric)
         for category, subset in groups:
-            values = side.values[subset, column]
+            values = side.per_query.values[subset, column]
             n = len(values)
             mean = float(values.mean()) if n else None
             if n < 2:
@@ -227,17 +199,6 @@ def detectable(side: Side, rows: np.ndarray, metrics: list[str], alpha: float) -
                         f"{smallest_p_value(n):.4g}, not below alpha")
             result.append(Detectable(metric, category, n, mean, sd, mde, note))
     return result
-
-
-def _flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in params.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
 
 
 def short_hash(value: str) -> str:
@@ -277,26 +238,27 @@ def check_comparable(baseline: Side, candidate: Side, allow_corpus_change: bool)
                 fix="re-run both sides on the same corpus, or pass --allow-corpus-change to compare anyway "
                 "(the report then states the change)",
             )
-    only_before = sorted(set(baseline.position) - set(candidate.position))
-    only_after = sorted(set(candidate.position) - set(baseline.position))
+    only_before = sorted(set(baseline.per_query.position) - set(candidate.per_query.position))
+    only_after = sorted(set(candidate.per_query.position) - set(baseline.per_query.position))
     if only_before or only_after:
         example = (f"{only_before[0]!r} is only in the baseline" if only_before
                    else f"{only_after[0]!r} is only in the candidate")
         raise CompareError(candidate.csv_path, f"does not score the same query ids as the baseline ({example}; "
                            f"{len(only_before)} missing, {len(only_after)} extra)",
                            fix="re-run the score stage on both sides")
-    for query_id, i in candidate.position.items():
-        category = baseline.categories[baseline.position[query_id]]
-        if candidate.categories[i] != category:
+    for query_id, i in candidate.per_query.position.items():
+        category = baseline.per_query.categories[baseline.per_query.position[query_id]]
+        if candidate.per_query.categories[i] != category:
             raise CompareError(candidate.csv_path, f"gives query {query_id!r} the category "
-                               f"{candidate.categories[i]!r}, the baseline {category!r}", line=candidate.lines[i],
+                               f"{candidate.per_query.categories[i]!r}, the baseline {category!r}",
+                               line=candidate.per_query.lines[i],
                                fix="re-run the score stage on both sides from the same judgments")
     return corpus_change
 
 
 def metric_matrix(side: Side, rows: np.ndarray, metrics: list[str]) -> np.ndarray:
-    columns = [side.metric_names.index(m) for m in metrics]
-    return np.ascontiguousarray(side.values[np.ix_(rows, columns)].T)
+    columns = [side.per_query.metric_names.index(m) for m in metrics]
+    return np.ascontiguousarray(side.per_query.values[np.ix_(rows, columns)].T)
 
 
 def check_gate(gate: list[str]) -> list[str]:
@@ -330,7 +292,7 @@ def default_gate(sides: Sequence[Side]) -> tuple[list[str], list[str]]:
     """
     gate, notes = [], []
     for name in DEFAULT_GATE:
-        lacking = [side.label for side in sides if name not in side.metric_names]
+        lacking = [side.label for side in sides if name not in side.per_query.metric_names]
         if lacking and all(document_level(side.metadata) for side in sides) and _needs_passages(name):
             continue  # a document-level result (score-trec) cannot report it: nothing to say, nothing to run again
         if lacking:
@@ -362,9 +324,9 @@ def _needs_passages(name: str) -> bool:
 
 def paired_metrics(baseline: Side, candidate: Side, gate: list[str]) -> tuple[list[str], dict[str, list[str]]]:
     """The metrics both sides report, and those only one does; every gated metric must be paired."""
-    metrics = [m for m in baseline.metric_names if m in candidate.metric_names]
-    one_sided = {"baseline": [m for m in baseline.metric_names if m not in candidate.metric_names],
-                 "candidate": [m for m in candidate.metric_names if m not in baseline.metric_names]}
+    metrics = [m for m in baseline.per_query.metric_names if m in candidate.per_query.metric_names]
+    one_sided = {"baseline": [m for m in baseline.per_query.metric_names if m not in candidate.per_query.metric_names],
+                 "candidate": [m for m in candidate.per_query.metric_names if m not in baseline.per_query.metric_names]}
     for name in gate:
         if name in metrics:
             continue
@@ -379,191 +341,107 @@ def paired_metrics(baseline: Side, candidate: Side, gate: list[str]) -> tuple[li
 
 def answerable_ids(baseline: Side) -> list[str]:
     """The answerable query ids, sorted: the order every paired array follows."""
-    return [q for q in sorted(baseline.position) if baseline.categories[baseline.position[q]] != NO_ANSWER]
+    table = baseline.per_query
+    return [q for q in sorted(table.position) if table.categories[table.position[q]] != NO_ANSWER]
 
 
 def rows_of(side: Side, ids: list[str]) -> np.ndarray:
-    return np.array([side.position[q] for q in ids], dtype=np.intp)
-
-
-def params_changed(baseline: Side, candidate: Side) -> dict[str, list[Any]]:
-    """Each flattened parameter whose value differs: ``{key: [baseline's, candidate's]}`` (None: not set)."""
-    before = _flatten(baseline.metadata.get("params", {}))
-    after = _flatten(candidate.metadata.get("params", {}))
-    changed = {k: [before.get(k), after.get(k)] for k in sorted(set(before) | set(after))
-               if before.get(k) != after.get(k)}
-    runs = [side.metadata.get("external_run") for side in (baseline, candidate)]
-    if runs[0] != runs[1]:
-        # Two run files scored alike (score-run, score-trec) differ in nothing else: name them, and their content.
-        changed[RUN_FILE] = [None if run is None else f"{run['name']} (sha256 {run['sha256'][:12]})" for run in runs]
-    return changed
-
-
-RUN_FILE = "run file"
-"""What :func:`params_changed` calls the external run file, when two results scored different ones."""
-
-
-VERDICTS = ("better", "mixed", "worse", "no significant change", "untested")
-"""A candidate's verdict on the gated metrics (corrected p < alpha is significant). A change in a metric read at
-the top k is *traded* when the context read there (``chars@k``) moved significantly the same way: a rise that
-came with more text to read, or a fall that came with less, is a trade of context for quality, not a gain or
-a loss. Size-fair metrics (read at a context budget) are never traded.
-
-- better: some gated metric rose, and none fell, other than by trade;
-- worse: some fell, and none rose, other than by trade;
-- mixed: some rose and some fell, or every change was a trade (larger chunks gaining nDCG@10 by being
-  read whole are at best mixed);
-- no significant change; untested: no gated metric could be tested (fewer than two paired queries), or
-  none was named.
-"""
-
-
-@dataclass(frozen=True)
-class Decision:
-    """A candidate's verdict and what it rests on.
-
-    Attributes:
-        verdict: One of :data:`VERDICTS`.
-        regressions: Gated metrics that fell significantly by more than the allowed drop (the gate's failures,
-            traded or not: a reviewer decides whether the context saved was worth it).
-        untested: Gated metrics without a paired test, and why.
-        traded: Each gated metric that moved significantly with its context, and that cost metric (``chars@k``).
-    """
-
-    verdict: str
-    regressions: list[str]
-    untested: dict[str, str]
-    traded: dict[str, str] = field(default_factory=dict)
-
-
-def cost_metric(metric: str, reported: Sequence[str]) -> str | None:
-    """The context a change in ``metric`` is read with: ``chars@k`` at its k (the deepest k for a metric without a
-    cut-off, which reads the whole ranking); None for a size-fair metric, a cost itself, or when chars@k is not
-    among the ``reported`` metrics."""
-    parsed = MEASURES.parse(metric)
-    if parsed.size_fair or not parsed.measure.directed:
-        return None
-    chars = MEASURES[CHARS]
-    if parsed.cut is not None:
-        name = chars.label(Cut(Cutoff.RANK, parsed.cut.value))
-        return name if name in reported else None
-    deepest = max((m.cut.value for m in map(MEASURES.parse, reported)
-                   if m.measure is chars and m.cut is not None), default=None)
-    return None if deepest is None else chars.label(Cut(Cutoff.RANK, deepest))
-
-
-def cost_metrics(gate: Sequence[str], reported: Sequence[str]) -> dict[str, str]:
-    """Each gated metric's :func:`cost_metric`, where there is one."""
-    return {m: cost for m in gate if (cost := cost_metric(m, reported)) is not None}
-
-
-def decide(gated: list[Stat], p_adjusted: list[float | None], alpha: float, max_drop: float,
-           costs: Mapping[str, Stat] | None = None) -> Decision:
-    """One candidate's :class:`Decision` from its gated stats, their corrected p-values, and the stats of the
-    context each gated metric is read with (``costs``, by gated metric). A cost's move is tested at ``alpha``
-    alone, uncorrected: a doubt about what a change cost counts against calling it a gain."""
-    costs = costs or {}
-    untested = {s.metric: f"{count_text(s.queries)}; a paired test needs at least two"
-                for s in gated if s.p_value is None}
-    significant = [s for s, p in zip(gated, p_adjusted, strict=True)
-                   if p is not None and p < alpha and s.delta is not None and s.delta != 0]
-    regressions = [s.metric for s in significant if s.delta is not None and s.delta < -max_drop]
-    traded = {s.metric: costs[s.metric].metric for s in significant
-              if s.metric in costs and _moved_with(costs[s.metric], s, alpha)}
-    rose = [s for s in significant if s.delta is not None and s.delta > 0 and s.metric not in traded]
-    fell = [s for s in significant if s.delta is not None and s.delta < 0 and s.metric not in traded]
-    if rose and fell:
-        verdict = "mixed"
-    elif fell:
-        verdict = "worse"
-    elif rose:
-        verdict = "better"
-    elif traded:
-        verdict = "mixed"
-    elif not gated or len(untested) == len(gated):
-        verdict = "untested"
-    else:
-        verdict = "no significant change"
-    return Decision(verdict, regressions, untested, traded)
-
-
-def _moved_with(cost: Stat, stat: Stat, alpha: float) -> bool:
-    """Whether the context read (``cost``) moved significantly in the direction ``stat`` did."""
-    if cost.p_value is None or cost.p_value >= alpha or not cost.delta or not stat.delta:
-        return False
-    return (cost.delta > 0) == (stat.delta > 0)
+    return np.array([side.per_query.position[q] for q in ids], dtype=np.intp)
 
 
 def compare(
-    baseline: Side, candidate: Side, *, gate: list[str] | None = None, alpha: float = 0.05, max_drop: float = 0.0,
-    allow_corpus_change: bool = False, correction: str = "holm",
+    baseline: Side, candidates: Side | Sequence[Side], *, gate: list[str] | None = None, alpha: float = 0.05,
+    max_drop: float = 0.0, allow_corpus_change: bool = False, correction: str = "holm",
+    left_out: Sequence[tuple[str, str]] = (),
 ) -> Comparison:
-    """Pair the two sides query by query and compute every statistic of the report (``gate`` None: the default
-    gate, :func:`default_gate`; empty: no verdict, the table alone)."""
+    """Pair each candidate with the baseline query by query and compute every statistic and verdict.
+
+    ``candidates`` is a list (a single side is the list of one); ``gate`` None is the default gate
+    (:func:`default_gate`), empty is no verdict, the tables alone. The gated p-values of every candidate are
+    corrected together. ``left_out`` names the experiments left out of ``--experiments``, and why.
+    """
+    candidates = [candidates] if isinstance(candidates, Side) else list(candidates)
     check_alpha(alpha)
     check_max_drop(max_drop)
     check_correction(correction)
     gate_notes: list[str] = []
     if gate is None:
-        gate, gate_notes = default_gate([baseline, candidate])
+        gate, gate_notes = default_gate([baseline, *candidates])
     gate = check_gate(gate)
-    corpus_change = check_comparable(baseline, candidate, allow_corpus_change)
-    metrics, one_sided = paired_metrics(baseline, candidate, gate)
+    changes = [check_comparable(baseline, c, allow_corpus_change) for c in candidates]
+    paired = [paired_metrics(baseline, c, gate) for c in candidates]
+    shared = [m for m in baseline.per_query.metric_names if all(m in c.per_query.metric_names for c in candidates)]
+    costs = cost_metrics(gate, shared)
     answerable = answerable_ids(baseline)
-    before_rows, after_rows = rows_of(baseline, answerable), rows_of(candidate, answerable)
-    overall = _stats(metrics, metric_matrix(baseline, before_rows, metrics),
-                     metric_matrix(candidate, after_rows, metrics))
+    before_rows = rows_of(baseline, answerable)
+    measured = [_measured(baseline, before_rows, answerable, c, metrics, gate)
+                for c, (metrics, _) in zip(candidates, paired, strict=True)]
+    judged = [m for m in shared if m in gate]  # the gate in the order the runs report it, as every table lists it
+    gated = [[overall[m] for m in judged] for overall, _ in measured]
+    adjusted = adjust_p_values([s.p_value for row in gated for s in row], correction)
+    results = []
+    for k, candidate in enumerate(candidates):
+        overall, rest = measured[k]
+        mine = adjusted[k * len(judged):(k + 1) * len(judged)]
+        cost_stats = {m: overall[cost] for m, cost in costs.items()}
+        decision = decide(gated[k], mine, alpha, max_drop, cost_stats)
+        results.append(CandidateResult(
+            side=candidate, params_changed=params_changed(baseline, candidate), corpus_change=changes[k],
+            one_sided=paired[k][1], overall=list(overall.values()), **rest,
+            p_adjusted=dict(zip(judged, mine, strict=True)), costs=cost_stats, verdict=decision.verdict,
+            regressions=decision.regressions, untested=decision.untested, traded=decision.traded))
+    return Comparison(baseline=baseline, candidates=tuple(results), gate=gate, alpha=alpha, max_drop=max_drop,
+                      correction=correction, tests=sum(1 for p in adjusted if p is not None),
+                      queries=len(answerable), detectable=detectable(baseline, before_rows, judged, alpha),
+                      verdict=verdict_summary([r.verdict for r in results]), gate_notes=gate_notes,
+                      left_out=list(left_out))
 
-    answerable_categories = [baseline.categories[i] for i in before_rows]
-    categories = sorted(set(answerable_categories))
-    per_category_metrics = per_category(metrics)
+
+def _measured(baseline: Side, before_rows: np.ndarray, answerable: list[str], candidate: Side, metrics: list[str],
+              gate: list[str]) -> tuple[dict[str, Stat], dict[str, Any]]:
+    """One candidate's stats over every paired metric (by name), and its per-category stats, moved queries
+    and no_answer figures (the rest of a :class:`CandidateResult`)."""
+    after_rows = rows_of(candidate, answerable)
+    overall = paired_rows(metrics, metric_matrix(baseline, before_rows, metrics),
+                          [metric_matrix(candidate, after_rows, metrics)])[0]
+    category_metrics = per_category(metrics)
+    shown = [*category_metrics, *(m for m in gate if m not in category_metrics)]
+    answerable_categories = [baseline.per_query.categories[i] for i in before_rows]
     by_category = {}
-    for c in categories:
+    for c in sorted(set(answerable_categories)):
         mask = np.array([category == c for category in answerable_categories], dtype=bool)
-        by_category[c] = _stats(per_category_metrics, metric_matrix(baseline, before_rows[mask], per_category_metrics),
-                                metric_matrix(candidate, after_rows[mask], per_category_metrics))
-
-    moved = []
-    for q, i, k in zip(answerable, before_rows, after_rows, strict=True):
-        before, after = baseline.first_gold_rank[i], candidate.first_gold_rank[k]
-        if before != after:
-            moved.append({"query_id": q, "category": baseline.categories[i], "query": baseline.queries[i],
-                          "rank_before": None if math.isinf(before) else int(before),
-                          "rank_after": None if math.isinf(after) else int(after), "_key": (before, after)})
-
-    def change(row: dict[str, Any]) -> float:
-        before, after = row.pop("_key")
-        return (1 / before if before else 0) - (1 / after if after else 0)  # drop in reciprocal rank
-
-    for row in moved:
-        row["rr_drop"] = change(row)
-    worse = sorted((r for r in moved if r["rr_drop"] > 0), key=lambda r: (-r["rr_drop"], r["query_id"]))
-    better = sorted((r for r in moved if r["rr_drop"] < 0), key=lambda r: (r["rr_drop"], r["query_id"]))
-    for row in moved:
-        del row["rr_drop"]
-
-    unanswerable = [q for q in sorted(baseline.position) if baseline.categories[baseline.position[q]] == NO_ANSWER]
+        by_category[c] = paired_rows(shown, metric_matrix(baseline, before_rows[mask], shown),
+                                     [metric_matrix(candidate, after_rows[mask], shown)])[0]
+    worse, better = moved_queries(baseline, candidate, answerable, before_rows, after_rows)
+    before, after = baseline.per_query, candidate.per_query
+    unanswerable = [q for q in sorted(before.position) if before.categories[before.position[q]] == NO_ANSWER]
     no_answer = {
         "queries": len(unanswerable),
-        "abstained_baseline": sum(1 for q in unanswerable if baseline.abstained[baseline.position[q]]),
-        "abstained_candidate": sum(1 for q in unanswerable if candidate.abstained[candidate.position[q]]),
+        "abstained_baseline": sum(1 for q in unanswerable if before.abstained[before.position[q]]),
+        "abstained_candidate": sum(1 for q in unanswerable if after.abstained[after.position[q]]),
         SEPARABILITY: paired_separability(baseline, candidate, answerable, unanswerable),
     }
-    result = Comparison(baseline=baseline, candidate=candidate, overall=overall, by_category=by_category,
-                        worse=worse, better=better, no_answer=no_answer,
-                        params_changed=params_changed(baseline, candidate), gate=gate, alpha=alpha,
-                        max_drop=max_drop, corpus_change=corpus_change, one_sided=one_sided, correction=correction,
-                        gate_notes=gate_notes)
-    gated = [s for s in overall if s.metric in gate]
-    adjusted = adjust_p_values([s.p_value for s in gated], correction)
-    result.p_adjusted = {s.metric: p for s, p in zip(gated, adjusted, strict=True)}
-    by_metric = {s.metric: s for s in overall}
-    result.costs = {m: by_metric[cost] for m, cost in cost_metrics(gate, metrics).items()}
-    decision = decide(gated, adjusted, alpha, max_drop, result.costs)
-    result.verdict, result.regressions, result.untested, result.traded = (
-        decision.verdict, decision.regressions, decision.untested, decision.traded)
-    result.detectable = detectable(baseline, before_rows, [s.metric for s in gated], alpha)
-    return result
+    return {s.metric: s for s in overall}, {"category_metrics": category_metrics, "by_category": by_category,
+                                            "worse": worse, "better": better, "no_answer": no_answer}
+
+
+def moved_queries(baseline: Side, candidate: Side, answerable: list[str], before_rows: np.ndarray,
+                  after_rows: np.ndarray) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The queries whose first gold rank got worse, then those that got better, each by the change in reciprocal
+    rank, largest first, then by query id."""
+    moved = []
+    for q, i, k in zip(answerable, before_rows, after_rows, strict=True):
+        before, after = baseline.per_query.first_gold_rank[i], candidate.per_query.first_gold_rank[k]
+        if before != after:
+            drop = (1 / before if before else 0) - (1 / after if after else 0)  # drop in reciprocal rank
+            moved.append((drop, {"query_id": q, "category": baseline.per_query.categories[i],
+                                 "query": baseline.per_query.queries[i],
+                                 "rank_before": None if math.isinf(before) else int(before),
+                                 "rank_after": None if math.isinf(after) else int(after)}))
+    worse = [row for drop, row in sorted((m for m in moved if m[0] > 0), key=lambda m: (-m[0], m[1]["query_id"]))]
+    better = [row for drop, row in sorted((m for m in moved if m[0] < 0), key=lambda m: (m[0], m[1]["query_id"]))]
+    return worse, better
+
 
 def paired_separability(baseline: Side, candidate: Side, answerable: Sequence[str],
                         unanswerable: Sequence[str]) -> dict[str, Any]:
@@ -573,7 +451,8 @@ def paired_separability(baseline: Side, candidate: Side, answerable: Sequence[st
         return {"note": "not available: it needs both answerable and no_answer queries"}
     sides = []
     for side in (baseline, candidate):
-        scores = [[side.top_score[side.position[q]] for q in ids] for ids in (answerable, unanswerable)]
+        table = side.per_query
+        scores = [[table.top_score[table.position[q]] for q in ids] for ids in (answerable, unanswerable)]
         if any(math.isnan(v) for ids in scores for v in ids):
             return {"note": f"not available: {side.label}'s per_query.csv holds no top-1 scores (written before "
                             "groundkit recorded them, or by score-trec); re-run its score stage"}
@@ -581,10 +460,6 @@ def paired_separability(baseline: Side, candidate: Side, answerable: Sequence[st
     paired = paired_bootstrap(sides[0], sides[1])
     assert paired is not None  # both kinds of query are there
     return paired.as_dict()
-
-
-def count_text(queries: int) -> str:
-    return f"{queries} answerable {'query' if queries == 1 else 'queries'}"
 
 
 def per_category(metrics: list[str]) -> list[str]:

@@ -10,22 +10,23 @@ long query is cut with an ellipsis, a long list wraps.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Sequence
 
-from groundkit._text import terminal_text
-from groundkit.reports.compare import ALL, Comparison, Stat
-from groundkit.reports.compare_many import ManyComparison
+from groundkit.inputs.text import terminal_text
+from groundkit.reports.compare import ALL, CandidateResult, Comparison
 from groundkit.reports.compare_text import (
     correction_text,
     counts_text,
     effect_text,
-    number_text,
+    render_markdown,
     separability_text,
-    signed_text,
-    verdict_reason,
+    to_json,
 )
+from groundkit.reports.paired import Stat, number_text, signed_text
 from groundkit.reports.stats import RESAMPLES, SEED
+from groundkit.reports.verdict import verdict_reason
 from groundkit.scoring.separability import NAME as SEPARABILITY
 
 WIDTH = 100
@@ -88,33 +89,54 @@ GATED_HEADER = ("gated metric", "baseline", "candidate", "delta", "95% CI", "cor
 GATED_RIGHT = (False, True, True, True, False, True)
 
 
+def render(result: Comparison, output: str, *, top: int) -> str:
+    """``result`` in one of :data:`FORMATS`; ``top`` queries listed per direction where the page lists them."""
+    if output == "json":
+        return json.dumps(to_json(result), indent=2, sort_keys=True) + "\n"
+    if output == "md":
+        return render_markdown(result, top=top)
+    return render_text(result, top=top)
+
+
+def unshown_left_out(result: Comparison) -> list[tuple[str, str]]:
+    """The experiments left out of ``--experiments`` that the page does not list (one candidate's page does not):
+    ``groundkit compare`` says them on stderr."""
+    return result.left_out if len(result.candidates) == 1 else []
+
+
 def render_text(result: Comparison, *, top: int = 10) -> str:
-    """A two-sided comparison as plain text within :data:`WIDTH` columns."""
-    b, c = result.baseline, result.candidate
-    answerable = result.overall[0].queries if result.overall else 0
-    tests = sum(1 for p in result.p_adjusted.values() if p is not None)
-    stats = {s.metric: s for s in result.overall}
-    reason = verdict_reason(result.gate, stats, result.p_adjusted, result.alpha, result.traded, result.costs)
+    """A comparison as plain text within :data:`WIDTH` columns: one candidate's page, or several in one table."""
+    if len(result.candidates) == 1:
+        return _page_text(result, result.candidates[0], top=top)
+    return _table_text(result)
+
+
+def _page_text(result: Comparison, r: CandidateResult, *, top: int) -> str:
+    b, c = result.baseline, r.side
+    answerable = r.overall[0].queries if r.overall else 0
+    tests = result.tests
+    stats = {s.metric: s for s in r.overall}
+    reason = verdict_reason(result.gate, stats, r.p_adjusted, result.alpha, r.traded, r.costs)
     lines = [*_wrap(f"groundkit compare: {terminal_text(b.label)} -> {terminal_text(c.label)}, paired over "
                     f"{answerable} answerable queries"), ""]
-    lines += _wrap(f"Verdict: {result.verdict}, as {reason}.")
+    lines += _wrap(f"Verdict: {r.verdict}, as {reason}.")
     lines += _wrap(f"Gated at alpha {result.alpha}, {correction_text(result.correction, tests)}; * marks corrected p "
                    "below alpha.")
-    if result.regressions:
+    if r.regressions:
         lines += _wrap(f"Gate: regression beyond the allowed drop of {result.max_drop}: "
-                       f"{', '.join(result.regressions)}.")
-    for m, why in result.untested.items():
+                       f"{', '.join(r.regressions)}.")
+    for m, why in r.untested.items():
         lines += _wrap(f"{m}: no test ({why}).")
     for note in result.gate_notes:
         lines += _wrap(f"Note: {note}.")
-    lines += ["", *_table(GATED_HEADER, _gated_rows(result.gate, stats, result.p_adjusted, result.alpha,
-                                                     result.costs), GATED_RIGHT), ""]
-    if result.corpus_change:
-        lines += _wrap(f"Corpus changed (--allow-corpus-change): {result.corpus_change['baseline']} -> "
-                       f"{result.corpus_change['candidate']}.")
-    if result.params_changed:
+    lines += ["", *_table(GATED_HEADER, _gated_rows(result.gate, stats, r.p_adjusted, result.alpha,
+                                                     r.costs), GATED_RIGHT), ""]
+    if r.corpus_change:
+        lines += _wrap(f"Corpus changed (--allow-corpus-change): {r.corpus_change['baseline']} -> "
+                       f"{r.corpus_change['candidate']}.")
+    if r.params_changed:
         changed = ", ".join(f"{k} {'(not used)' if v[0] is None else v[0]} -> "
-                            f"{'(not used)' if v[1] is None else v[1]}" for k, v in result.params_changed.items())
+                            f"{'(not used)' if v[1] is None else v[1]}" for k, v in r.params_changed.items())
         lines += _wrap(f"Changed: {changed}.")
     else:
         lines += ["Changed: no parameter."]
@@ -123,7 +145,7 @@ def render_text(result: Comparison, *, top: int = 10) -> str:
     if detectable:
         lines += _wrap(f"These {answerable} queries can detect a change of about {', '.join(detectable)} "
                        "(80% power); a smaller one is likely to be missed.")
-    one_sided = [f"{m} ({side} only)" for side in ("baseline", "candidate") for m in result.one_sided.get(side, [])]
+    one_sided = [f"{m} ({side} only)" for side in ("baseline", "candidate") for m in r.one_sided.get(side, [])]
     if one_sided:
         lines += _wrap(f"Not compared, reported by one run only: {', '.join(one_sided)}.")
     lines += ["", "Every metric (p uncorrected; W/T/L: queries higher / same / lower in the candidate)"]
@@ -131,18 +153,18 @@ def render_text(result: Comparison, *, top: int = 10) -> str:
     right = (False, True, True, True, False, True, True, True)
     lines += _table(header, [[s.metric, number_text(s.baseline, s.metric), number_text(s.candidate, s.metric),
                               signed_text(s.delta, s.metric), _interval(s), _p(s.p_value), effect_text(s),
-                              counts_text(s)] for s in result.overall], right)
+                              counts_text(s)] for s in r.overall], right)
     lines += ["", "The gated metrics by category (p uncorrected; --format md for every metric)"]
     rows = [[category, str(s.queries), s.metric, signed_text(s.delta, s.metric), _interval(s), _p(s.p_value)]
-            for category, category_stats in result.by_category.items() for s in category_stats
+            for category, category_stats in r.categories(r.category_metrics).items() for s in category_stats
             if s.metric in result.gate]
     lines += _table(("category", "n", "metric", "delta", "95% CI", "p"), rows,
                     (False, True, False, True, False, True))
-    na = result.no_answer
+    na = r.no_answer
     lines += ["", f"No-answer queries that abstained: {na['abstained_baseline']}/{na['queries']} -> "
                   f"{na['abstained_candidate']}/{na['queries']}."]
     lines += _wrap(separability_text(na[SEPARABILITY], "->"))
-    for title, moved in (("got worse", result.worse), ("got better", result.better)):
+    for title, moved in (("got worse", r.worse), ("got better", r.better)):
         shown = min(len(moved), top)
         lines += ["", f"Queries that {title}: {len(moved)}" + (f" (the first {shown}; --top N for more)"
                                                                 if len(moved) > shown else "")]
@@ -162,8 +184,8 @@ def _rank(rank: int | None) -> str:
     return "none" if rank is None else str(rank)
 
 
-def render_text_many(result: ManyComparison) -> str:
-    """An N-way comparison as plain text: each candidate's verdict and why, then its gated metrics."""
+def _table_text(result: Comparison) -> str:
+    """Several candidates as plain text: each candidate's verdict and why, then its gated metrics."""
     lines = [*_wrap(f"groundkit compare: {terminal_text(result.baseline.label)} against "
                     f"{len(result.candidates)} candidates, paired over {result.queries} answerable queries"), ""]
     lines += _wrap(f"Verdicts: {result.verdict}.")

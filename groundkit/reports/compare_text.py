@@ -1,26 +1,19 @@
-"""A comparison as text: the Markdown report (a pull request's comment) and the JSON document."""
+"""A comparison as text: the Markdown report (a pull request's comment) and the JSON document.
+
+One candidate gets the full page (every metric, per category, the queries that moved); several get one table
+of the gated metrics. Both are read from the same :class:`~groundkit.reports.compare.Comparison`.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from groundkit._text import markdown_code, markdown_text
-from groundkit.reports.compare import ALL, Comparison, Detectable, Stat, short_hash
+from groundkit.inputs.text import markdown_code, markdown_text
+from groundkit.reports.compare import ALL, CandidateResult, Comparison, Detectable, short_hash
+from groundkit.reports.paired import Stat, number_text, signed_text
 from groundkit.reports.stats import POWER, RESAMPLES, SEED
-from groundkit.scoring.measures import MEASURES
+from groundkit.reports.verdict import cost_text, moved_costs, verdict_reason
 from groundkit.scoring.separability import NAME as SEPARABILITY
-
-
-def number_text(value: float | None, metric: str) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.{MEASURES.parse(metric).measure.decimals}f}"
-
-
-def signed_text(value: float | None, metric: str) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:+.{MEASURES.parse(metric).measure.decimals}f}"
 
 
 def separability_text(figure: dict[str, Any], arrow: str = "→") -> str:
@@ -78,36 +71,6 @@ EFFECT_LEGEND = ("d_z: mean delta / SD of the per-query deltas (Cohen's d_z); W/
                  "candidate scores higher / the same / lower (wins, ties, losses; for chars@k higher is more to read).")
 
 
-def cost_text(stat: Stat) -> str:
-    """A cost's change in words: ``chars@10 7774.2 -> 15548.4 (2.00x)``."""
-    m = stat.metric
-    ratio = "" if not stat.baseline or stat.candidate is None else f" ({stat.candidate / stat.baseline:.2f}x)"
-    return f"{m} {number_text(stat.baseline, m)} -> {number_text(stat.candidate, m)}{ratio}"
-
-
-def verdict_reason(gate: list[str], stats: dict[str, Stat], p_adjusted: dict[str, float | None], alpha: float,
-                   traded: dict[str, str], costs: dict[str, Stat]) -> str:
-    """Why the verdict is what it is, in a clause: which gated metrics rose or fell, and which of them only traded
-    quality for context (compare.py's VERDICTS)."""
-    parts = []
-    for m in gate:
-        s, p = stats.get(m), p_adjusted.get(m)
-        if s is None or p is None or p >= alpha or not s.delta:
-            continue
-        if m in traded:
-            more = "more" if s.delta > 0 else "less"
-            parts.append(f"{m} {'rose' if s.delta > 0 else 'fell'} only with {more} context read "
-                         f"({cost_text(costs[m])})")
-        else:
-            parts.append(f"{m} {'rose' if s.delta > 0 else 'fell'}")
-    return "; ".join(parts) if parts else "no gated metric moved significantly"
-
-
-def moved_costs(gate: list[str], costs: dict[str, Stat]) -> list[tuple[str, Stat]]:
-    """The gated metrics whose context (chars@k) moved, each with its cost's stat: shown beside the quality."""
-    return [(m, costs[m]) for m in gate if m in costs and costs[m].delta]
-
-
 def detectable_lines(rows: list[Detectable], alpha: float) -> list[str]:
     """The section on minimum detectable effects, ending with one sentence per gated metric."""
     lines = ["### What these judgments can detect", "",
@@ -131,9 +94,16 @@ def detectable_lines(rows: list[Detectable], alpha: float) -> list[str]:
 
 def render_markdown(result: Comparison, *, top: int = 15) -> str:
     """The report as Markdown, ready to paste into a pull request comment."""
-    b, c = result.baseline, result.candidate
-    answerable = result.overall[0].queries if result.overall else 0
-    tests = sum(1 for p in result.p_adjusted.values() if p is not None)
+    if len(result.candidates) == 1:
+        return _page_markdown(result, result.candidates[0], top=top)
+    return _table_markdown(result)
+
+
+def _page_markdown(result: Comparison, r: CandidateResult, *, top: int) -> str:
+    """One candidate's full page."""
+    b, c = result.baseline, r.side
+    answerable = r.overall[0].queries if r.overall else 0
+    tests = result.tests
     lines = [
         f"## groundkit compare: {markdown_code(b.label)} → {markdown_code(c.label)}",
         "",
@@ -144,33 +114,32 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
         f"those of {', '.join(result.gate)}, {correction_text(result.correction, tests)}.",
         "",
     ]
-    if result.corpus_change:
-        lines += [f"**Corpus changed** (`--allow-corpus-change`): corpus_hash `{result.corpus_change['baseline']}` "
-                  f"→ `{result.corpus_change['candidate']}`; the same judgments were scored over other documents.",
+    if r.corpus_change:
+        lines += [f"**Corpus changed** (`--allow-corpus-change`): corpus_hash `{r.corpus_change['baseline']}` "
+                  f"→ `{r.corpus_change['candidate']}`; the same judgments were scored over other documents.",
                   ""]
-    if result.params_changed:
+    if r.params_changed:
         def shown(value: Any) -> str:
             return "(not used)" if value is None else markdown_text(str(value))
 
-        changed = ", ".join(f"{markdown_code(k)} {shown(v[0])} → {shown(v[1])}"
-                            for k, v in result.params_changed.items())
+        changed = ", ".join(f"{markdown_code(k)} {shown(v[0])} → {shown(v[1])}" for k, v in r.params_changed.items())
         lines += [f"Parameters changed: {changed}.", ""]
-    sides = [f"`{m}` ({side} only)" for side in ("baseline", "candidate") for m in result.one_sided.get(side, [])]
+    sides = [f"`{m}` ({side} only)" for side in ("baseline", "candidate") for m in r.one_sided.get(side, [])]
     if sides:
         lines += [f"Not compared, reported by one run only: {', '.join(sides)}.", ""]
     header = ["| metric | baseline | candidate | delta | 95% CI | p | d_z | W/T/L |",
               "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
-    lines += header + [_row(s, _significant(s, result.alpha)) for s in result.overall]
+    lines += header + [_row(s, _significant(s, result.alpha)) for s in r.overall]
     lines += ["", "### Per category", "",
               "| category | n | metric | baseline | candidate | delta | 95% CI | p | d_z | W/T/L |",
               "| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
-    for category, stats in result.by_category.items():
+    for category, stats in r.categories(r.category_metrics).items():
         for s in stats:
             lines.append(f"| {category} | {s.queries} " + _row(s, _significant(s, result.alpha)))
-    na = result.no_answer
+    na = r.no_answer
     lines += ["", f"No-answer queries abstained (returned nothing): {na['abstained_baseline']}/{na['queries']} → "
               f"{na['abstained_candidate']}/{na['queries']}. {separability_text(na[SEPARABILITY])}", ""]
-    for title, rows in (("got worse", result.worse), ("got better", result.better)):
+    for title, rows in (("got worse", r.worse), ("got better", r.better)):
         lines.append(f"### Queries that {title}: {len(rows)}")
         if rows:
             lines += ["", "| query_id | category | query | first gold rank |", "| --- | --- | --- | --- |"]
@@ -183,22 +152,22 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
                 lines.append(f"| … | | {len(rows) - top} more (`--top N` or `--json` lists them) | |")
         lines.append("")
     lines += detectable_lines(result.detectable, result.alpha)
-    gated = {s.metric: s for s in result.overall if s.metric in result.gate}
+    gated = {s.metric: s for s in r.overall if s.metric in result.gate}
 
     def detail(m: str, s: Stat) -> str:
         if s.p_value is None:
-            return f"{m} {signed_text(s.delta, m)}, no test: {result.untested[m]}"
-        corrected = "" if result.correction == "none" else f", corrected p = {result.p_adjusted[m]:.4f}"
+            return f"{m} {signed_text(s.delta, m)}, no test: {r.untested[m]}"
+        corrected = "" if result.correction == "none" else f", corrected p = {r.p_adjusted[m]:.4f}"
         return f"{m} {signed_text(s.delta, m)}, p = {s.p_value:.4f}{corrected}"
 
     details = "; ".join(detail(m, s) for m, s in gated.items())
-    reason = verdict_reason(result.gate, gated, result.p_adjusted, result.alpha, result.traded, result.costs)
-    lines.append(f"**Verdict: {result.verdict}**: {reason}. At alpha = {result.alpha} on {', '.join(result.gate)}, "
+    reason = verdict_reason(result.gate, gated, r.p_adjusted, result.alpha, r.traded, r.costs)
+    lines.append(f"**Verdict: {r.verdict}**: {reason}. At alpha = {result.alpha} on {', '.join(result.gate)}, "
                  f"{correction_text(result.correction, tests)} ({details}).")
-    for m, cost in moved_costs(result.gate, result.costs):
+    for m, cost in moved_costs(result.gate, r.costs):
         lines.append(f"Context read for {m}: {cost_text(cost)}, delta {signed_text(cost.delta, cost.metric)}.")
-    if result.regressions:
-        lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {', '.join(result.regressions)}.")
+    if r.regressions:
+        lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {', '.join(r.regressions)}.")
     lines += [f"Note: {note}." for note in result.gate_notes]
     return "\n".join(lines) + "\n"
 
@@ -211,26 +180,144 @@ METHOD = {"ci": "paired percentile bootstrap, 95%", "test": "paired randomizatio
 
 def to_json(result: Comparison) -> dict[str, Any]:
     """The report as plain data for machines."""
-    tests = sum(1 for p in result.p_adjusted.values() if p is not None)
+    if len(result.candidates) == 1:
+        return _page_json(result, result.candidates[0])
+    return _table_json(result)
+
+
+def _context(r: CandidateResult) -> dict[str, Any]:
+    return {m: {"metric": cost.metric, **{k: v for k, v in cost.as_dict().items() if k != "metric"},
+                "traded": m in r.traded} for m, cost in r.costs.items()}
+
+
+def _page_json(result: Comparison, r: CandidateResult) -> dict[str, Any]:
+    tests = result.tests
     return {
         "baseline": result.baseline.label,
-        "candidate": result.candidate.label,
+        "candidate": r.side.label,
         "judgments_hash": result.baseline.metadata["judgments_hash"],
-        "corpus_change": result.corpus_change,
+        "corpus_change": r.corpus_change,
         "method": METHOD,
-        "params_changed": result.params_changed,
-        "one_sided_metrics": result.one_sided,
-        "overall": [s.as_dict() for s in result.overall],
-        "by_category": {c: [s.as_dict() for s in stats] for c, stats in result.by_category.items()},
-        "no_answer": result.no_answer,
-        "worse": result.worse,
-        "better": result.better,
+        "params_changed": r.params_changed,
+        "one_sided_metrics": r.one_sided,
+        "overall": [s.as_dict() for s in r.overall],
+        "by_category": {c: [s.as_dict() for s in stats] for c, stats in r.categories(r.category_metrics).items()},
+        "no_answer": r.no_answer,
+        "worse": r.worse,
+        "better": r.better,
         "gate": {"metrics": result.gate, "alpha": result.alpha, "max_drop": result.max_drop,
-                 "untested": result.untested, "correction": result.correction, "tests": tests,
-                 "p_adjusted": result.p_adjusted, "notes": result.gate_notes},
+                 "untested": r.untested, "correction": result.correction, "tests": tests,
+                 "p_adjusted": r.p_adjusted, "notes": result.gate_notes},
         "detectable": [d.as_dict() for d in result.detectable],
+        "verdict": r.verdict,
+        "regressions": r.regressions,
+        "context": _context(r),
+    }
+
+
+def _changes(result: CandidateResult) -> str:
+    if not result.params_changed:
+        return "(none)"
+    return ", ".join(f"{k}={'(not set)' if v[1] is None else v[1]}" for k, v in result.params_changed.items())
+
+
+def _reason(r: CandidateResult, result: Comparison) -> str:
+    return verdict_reason(result.gate, {s.metric: s for s in r.overall}, r.p_adjusted, result.alpha, r.traded,
+                          r.costs)
+
+
+def _adjusted(p: float | None) -> str:
+    return "n/a" if p is None else f"{p:.4f}"
+
+
+def _table_markdown(result: Comparison) -> str:
+    """Several candidates as Markdown: one row per candidate and gated metric, then categories and power."""
+    b = result.baseline
+    corrected = correction_text(result.correction, result.tests)
+    mark = "p" if result.correction == "none" else "corrected p"
+    lines = [
+        f"## groundkit compare: {markdown_code(b.label)} against {len(result.candidates)} candidates",
+        "",
+        f"Paired over {result.queries} answerable queries (same judgments, hash "
+        f"`{short_hash(b.metadata['judgments_hash'])}`). 95% CI: paired bootstrap; p: paired randomization test; "
+        f"{RESAMPLES:,} resamples each, seed {SEED}. Gated metrics: {', '.join(result.gate)}; their p-values are "
+        f"{corrected} ({len(result.candidates)} candidates x {len(result.gate)} "
+        f"{'metric' if len(result.gate) == 1 else 'metrics'}), and `*` marks {mark} < {result.alpha}.",
+        EFFECT_LEGEND,
+        "",
+    ]
+    baseline_values = {k: v[0] for r in result.candidates for k, v in r.params_changed.items()}
+    if baseline_values:
+        shown = markdown_text(", ".join(f"{k}={'(not set)' if v is None else v}"
+                                        for k, v in sorted(baseline_values.items())))
+        lines += [f"Baseline parameters that candidates change: {shown}.", ""]
+    changed_corpus = [markdown_code(r.side.label) for r in result.candidates if r.corpus_change]
+    if changed_corpus:
+        lines += [f"**Corpus changed** (`--allow-corpus-change`) for {', '.join(changed_corpus)}: the same "
+                  "judgments were scored over other documents.", ""]
+    lines += ["| candidate | changes | metric | baseline | candidate | delta | 95% CI | p | corrected p | d_z "
+              "| W/T/L |", "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
+    for r in result.candidates:
+        for s in (r.stat(m) for m in result.gate):
+            m = s.metric
+            p = r.p_adjusted[m]
+            star = " *" if p is not None and p < result.alpha else ""
+            interval, raw = interval_cells(s)
+            lines.append(f"| {markdown_code(r.side.label)} | {markdown_text(_changes(r))} | {m} | "
+                         f"{number_text(s.baseline, m)} | "
+                         f"{number_text(s.candidate, m)} | {signed_text(s.delta, m)}{star} | {interval} | {raw} | "
+                         f"{_adjusted(p)} | {effect_text(s)} | {counts_text(s)} |")
+    lines += ["", "### Per category", "",
+              "The p-values here are each for one test, uncorrected: they point at where a change comes from, "
+              "they do not decide.", "",
+              "| candidate | category | n | metric | delta | 95% CI | p | d_z | W/T/L |",
+              "| --- | --- | ---: | --- | ---: | --- | ---: | ---: | ---: |"]
+    for r in result.candidates:
+        for category, stats in r.categories(result.gate).items():
+            for s in stats:
+                interval, raw = interval_cells(s)
+                lines.append(f"| {markdown_code(r.side.label)} | {markdown_text(category)} | {s.queries} | "
+                             f"{s.metric} | "
+                             f"{signed_text(s.delta, s.metric)} | {interval} | {raw} | {effect_text(s)} | "
+                             f"{counts_text(s)} |")
+    lines.append("")
+    lines += detectable_lines(result.detectable, result.alpha)
+    if result.left_out:
+        left_out = "; ".join(f"{markdown_text(name)}: {why}" for name, why in result.left_out)
+        lines += [f"Left out of `--experiments`: {left_out}.", ""]
+    lines.append(f"**Verdicts: {result.verdict}** at alpha = {result.alpha} on {', '.join(result.gate)}, "
+                 f"{corrected}:")
+    lines.append("")
+    for r in result.candidates:
+        lines.append(f"- {markdown_code(r.side.label)} ({markdown_text(_changes(r))}): **{r.verdict}**, "
+                     f"{_reason(r, result)}.")
+    regressed = [f"{markdown_code(r.side.label)} ({', '.join(r.regressions)})" for r in result.candidates
+                 if r.regressions]
+    if regressed:
+        lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {'; '.join(regressed)}.")
+    lines += [f"Note: {note}." for note in result.gate_notes]
+    return "\n".join(lines) + "\n"
+
+
+def _table_json(result: Comparison) -> dict[str, Any]:
+    return {
+        "baseline": result.baseline.label,
+        "judgments_hash": result.baseline.metadata["judgments_hash"],
+        "method": METHOD,
+        "gate": {"metrics": result.gate, "alpha": result.alpha, "max_drop": result.max_drop,
+                 "correction": result.correction, "tests": result.tests, "notes": result.gate_notes},
+        "candidates": [{
+            "candidate": r.side.label,
+            "params_changed": r.params_changed,
+            "corpus_change": r.corpus_change,
+            "overall": [{**r.stat(m).as_dict(), "p_adjusted": r.p_adjusted[m]} for m in result.gate],
+            "by_category": {c: [s.as_dict() for s in stats] for c, stats in r.categories(result.gate).items()},
+            "verdict": r.verdict,
+            "regressions": r.regressions,
+            "untested": r.untested,
+            "context": _context(r),
+        } for r in result.candidates],
+        "detectable": [d.as_dict() for d in result.detectable],
+        "left_out": [{"experiment": name, "reason": why} for name, why in result.left_out],
         "verdict": result.verdict,
-        "regressions": result.regressions,
-        "context": {m: {"metric": cost.metric, **{k: v for k, v in cost.as_dict().items() if k != "metric"},
-                        "traded": m in result.traded} for m, cost in result.costs.items()},
     }

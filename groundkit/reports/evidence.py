@@ -13,7 +13,10 @@ Artifacts that are found are checked against the run before they are shown: the 
 recomputed from them, under the relevance rule the run was scored with (``score.min_overlap`` in its
 run.json, as score wrote it), must equal per_query.csv's for every query, so a ``build/`` left behind by
 another experiment is never shown as this run's. What cannot be found or does not match is
-returned as a reason, and the report says it.
+returned as a reason, and the report says it. Relevance is never decided here: a passage is
+relevant by the rule the score stage applied (``score.min_overlap``, as its run.json records it,
+:meth:`Evidence.scored_by`), and whether the run ranked groundkit's chunks is what its artifacts
+hold (an external run brings passages of its own), not a retriever parsed again.
 """
 
 from __future__ import annotations
@@ -22,17 +25,17 @@ import json
 import math
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import itemgetter
 from pathlib import Path
 
-from groundkit._seals import seal_path
+from groundkit.artifacts.seals import seal_path
 from groundkit.corpus.passage import Chunk, Document, Excerpt, Passage, PassageLocator
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import GroundkitError
 from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES, PASSAGES_FILE, RUN, written_by
 from groundkit.pipeline.store import Store
-from groundkit.scoring.measures import Relevance
+from groundkit.scoring.measures import ANY_OVERLAP, Relevance
 from groundkit.scoring.schema import document_level
 
 BUILD = "build"
@@ -54,6 +57,8 @@ class Evidence:
         passages: Every passage the run may rank (chunks, and an external run's passages), by id.
         chunks: The chunks, to find where a chunk boundary cuts a gold quote.
         rankings: Passage ids per query, best first.
+        ranks_chunks: The run ranked groundkit's chunks (no passages of its own, as an external run has).
+        relevance: The rule that makes a passage relevant: the score stage's (see :meth:`scored_by`).
     """
 
     source: str
@@ -62,16 +67,26 @@ class Evidence:
     passages: dict[str, Excerpt]
     chunks: PassageLocator
     rankings: dict[str, list[str]]
+    ranks_chunks: bool = True
+    relevance: Relevance = ANY_OVERLAP
 
-    def first_gold_rank(self, query_id: str, *, min_overlap: float) -> int | None:
-        """Rank of the first passage relevant to a gold span of the query under ``min_overlap`` (the run's
-        ``score.min_overlap``: score's rule, :class:`~groundkit.scoring.measures.Relevance`); None: none in the run."""
-        relevance = Relevance(min_overlap)
+    def scored_by(self, metadata: Mapping[str, object]) -> Evidence:
+        """These artifacts under the relevance rule the score stage used, as its run.json records it
+        (``params.score.min_overlap``; a run.json written before the rule existed scored by any overlap)."""
+        params = metadata.get("params")
+        score = params.get("score") if isinstance(params, dict) else None
+        min_overlap = score.get("min_overlap", 0.0) if isinstance(score, dict) else 0.0
+        if not isinstance(min_overlap, int | float) or isinstance(min_overlap, bool) or not 0 <= min_overlap <= 1:
+            return self  # read_side refuses a run.json it cannot read; this one names no rule to apply
+        return replace(self, relevance=Relevance(float(min_overlap)))
+
+    def first_gold_rank(self, query_id: str) -> int | None:
+        """Rank of the first passage relevant to a gold span of the query (None: none within the run)."""
         spans = self.judgments[query_id].spans
         documents = {span.document for span in spans}  # most passages ranked lie in other documents
         for rank, passage_id in enumerate(self.rankings.get(query_id, []), start=1):
             passage = self.passages[passage_id]
-            if passage.document in documents and any(relevance.holds(passage, span) for span in spans):
+            if passage.document in documents and any(self.relevance.holds(passage, span) for span in spans):
                 return rank
         return None
 
@@ -97,8 +112,8 @@ def read_files(documents: Path, spans: Path, chunks: Path, run: Path, passages: 
     judgments = store.read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
     chunk_list = store.read_models(chunks, Chunk, producer=written_by(CHUNKS))
     by_id: dict[str, Excerpt] = {c.passage_id: c for c in chunk_list}
-    if passages is not None:
-        by_id.update((p.passage_id, p) for p in store.read_models(passages, Excerpt, producer=written_by(PASSAGES)))
+    own = store.read_models(passages, Excerpt, producer=written_by(PASSAGES)) if passages is not None else []
+    by_id.update((p.passage_id, p) for p in own)
     rankings = store.read_run(run, [j.query_id for j in judgments], set(by_id),
                               listed_in=f"{CHUNKS.name} or {PASSAGES_FILE}", producer=written_by(RUN))
     return Evidence(
@@ -108,6 +123,7 @@ def read_files(documents: Path, spans: Path, chunks: Path, run: Path, passages: 
         passages=by_id,
         chunks=PassageLocator(chunk_list),
         rankings={q: list(map(itemgetter(0), ranking)) for q, ranking in rankings.items()},
+        ranks_chunks=not own,
     )
 
 

@@ -27,12 +27,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from groundkit import __version__
 from groundkit.errors import CompareError
-from groundkit.reports._page import POLICY, SCRIPT, STYLE
+from groundkit.reports._page import FOOTER, SCRIPT, page
 from groundkit.reports.charts import BASE_COLOUR, RUN_COLOUR, bar_chart, escape_html, line_chart
 from groundkit.reports.compare import ALL, Comparison, answerable_ids, compare, default_gate, detectable, rows_of
-from groundkit.reports.compare_text import verdict_reason
 from groundkit.reports.page_data import (
     TOP_K,
     Input,
@@ -46,6 +44,7 @@ from groundkit.reports.page_data import (
 )
 from groundkit.reports.sides import NO_ANSWER, Side
 from groundkit.reports.stats import POWER
+from groundkit.reports.verdict import verdict_reason
 from groundkit.scoring.measures import MEASURES
 from groundkit.scoring.separability import NAME as SEPARABILITY
 from groundkit.scoring.separability import separability
@@ -124,12 +123,12 @@ VERDICT_CLASSES = {"better": "better", "worse": "worse", "mixed": "mixed"}
 def _verdict(comparison: Comparison | None, side: Side, gate: list[str] | None, alpha: float) -> str:
     """The header's verdict (against the baseline, as ``compare`` gives it) and what the judgments can detect."""
     if comparison is not None:
-        stats = {s.metric: s for s in comparison.overall}
+        (only,) = comparison.candidates
+        stats = {s.metric: s for s in only.overall}
         judged = ", ".join(comparison.gate) or "nothing (no gated metric)"
-        reason = verdict_reason(comparison.gate, stats, comparison.p_adjusted, alpha, comparison.traded,
-                                comparison.costs)
-        cls = VERDICT_CLASSES.get(comparison.verdict, "neutral")
-        verdict = (f'<p class="verdict {cls}" id="verdict">Verdict: <strong>{escape_html(comparison.verdict)}'
+        reason = verdict_reason(comparison.gate, stats, only.p_adjusted, alpha, only.traded, only.costs)
+        cls = VERDICT_CLASSES.get(only.verdict, "neutral")
+        verdict = (f'<p class="verdict {cls}" id="verdict">Verdict: <strong>{escape_html(only.verdict)}'
                    f"</strong>: {escape_html(reason)}.</p><p class=\"method\">Judged by {escape_html(judged)}, "
                    f"p {escape_html(comparison.correction)}-corrected over them, alpha {alpha}; as "
                    "<code>groundkit compare</code> decides it (<code>--metric</code> and <code>--alpha</code> "
@@ -139,7 +138,7 @@ def _verdict(comparison: Comparison | None, side: Side, gate: list[str] | None, 
     else:
         verdict = ('<p class="verdict neutral" id="verdict">No verdict: this page has no baseline '
                    "(<code>groundkit report RUN --baseline BASE</code> gives one).</p>")
-        metrics = [m for m in (gate if gate else default_gate([side])[0]) if m in side.metric_names]
+        metrics = [m for m in (gate if gate else default_gate([side])[0]) if m in side.per_query.metric_names]
         rows = detectable(side, rows_of(side, answerable_ids(side)), metrics, alpha)
     overall = [d for d in rows if d.category == ALL]
     found = [f"{_number(d.mde, d.metric)} in {escape_html(d.metric)}" for d in overall if d.mde is not None]
@@ -157,8 +156,8 @@ def _verdict(comparison: Comparison | None, side: Side, gate: list[str] | None, 
 
 def _top_scores(side: Side) -> tuple[list[float], list[float]] | None:
     """The top-1 scores of ``side``'s answerable and no_answer queries; None when unknown or a kind is missing."""
-    positive = [s for s, c in zip(side.top_score, side.categories, strict=True) if c != NO_ANSWER]
-    negative = [s for s, c in zip(side.top_score, side.categories, strict=True) if c == NO_ANSWER]
+    positive = [s for s, c in zip(side.per_query.top_score, side.per_query.categories, strict=True) if c != NO_ANSWER]
+    negative = [s for s, c in zip(side.per_query.top_score, side.per_query.categories, strict=True) if c == NO_ANSWER]
     if not positive or not negative or any(s != s for s in positive + negative):  # NaN: not recorded
         return None
     return positive, negative
@@ -168,7 +167,7 @@ def _separability(run: Side, comparison: Comparison | None) -> str:
     """A sentence on no_answer.separability, and a chart of the two distributions of the top-1 score."""
     scores = _top_scores(run)
     if scores is None:
-        if NO_ANSWER not in run.categories:
+        if NO_ANSWER not in run.per_query.categories:
             return ""
         return ('<p class="meta" id="separability">No-answer separability: not available (the run\'s '
                 "per_query.csv holds no top-1 scores).</p>")
@@ -176,7 +175,7 @@ def _separability(run: Side, comparison: Comparison | None) -> str:
     text = (f"No-answer separability: <strong>{value:.4f}</strong>, the chance that an answerable query's top-1 "
             "score is above a no-answer query's (ties half, nothing retrieved lowest; 0.5 says the score tells "
             "nothing, 1 that some threshold would separate them)")
-    figure = comparison.no_answer.get(SEPARABILITY, {}) if comparison is not None else {}
+    figure = comparison.candidates[0].no_answer.get(SEPARABILITY, {}) if comparison is not None else {}
     if "delta" in figure:
         text += (f"; baseline {figure['baseline']:.4f}, {figure['delta']:+.4f} [{figure['ci95'][0]:+.4f}, "
                  f"{figure['ci95'][1]:+.4f}], p {figure['p_value']:.4f} by paired bootstrap")
@@ -228,13 +227,14 @@ def render(run: Input, base: Input | None = None, comparison: Comparison | None 
     has_base = base is not None
     title = f"groundkit report: {side.label}" + (f" against {base.side.label}" if has_base else "")
     answerable = len(answerable_rows(side))
-    no_answer = len(side.categories) - answerable
+    no_answer = len(side.per_query.categories) - answerable
     facts = [f"{answerable} answerable queries, {no_answer} no-answer",
              f"judgments {side.metadata['judgments_hash'][:12]}", f"corpus {side.metadata['corpus_hash'][:12]}"]
-    if comparison is not None and comparison.params_changed:
-        facts.append("changed: " + ", ".join(f"{k} {v[0]} → {v[1]}" for k, v in comparison.params_changed.items()))
-    if comparison is not None and comparison.corpus_change:
-        facts.append(f"corpus changed to {comparison.corpus_change['candidate']}")
+    only = comparison.candidates[0] if comparison is not None else None
+    if only is not None and only.params_changed:
+        facts.append("changed: " + ", ".join(f"{k} {v[0]} → {v[1]}" for k, v in only.params_changed.items()))
+    if only is not None and only.corpus_change:
+        facts.append(f"corpus changed to {only.corpus_change['candidate']}")
     method = ("Deltas are paired query by query: 95% CI by paired bootstrap, p by paired randomization test "
               "(10,000 resamples, fixed seed), as in <code>groundkit compare</code>." if has_base else
               "95% CI of the mean over answerable queries: percentile bootstrap (10,000 resamples, fixed seed).")
@@ -278,24 +278,10 @@ def render(run: Input, base: Input | None = None, comparison: Comparison | None 
 <th data-key="query">text</th><th data-key="rank" title="rank of the first gold passage">first gold rank</th>
 <th data-key="ndcg">{escape_html(data["ndcgMetric"] or "ndcg")}</th><th data-key="status">status</th></tr></thead>
 <tbody></tbody></table></section>
-<footer>groundkit {escape_html(__version__)}. Self-contained: this file loads nothing.</footer>"""
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-{MARKER}
-{POLICY}
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{escape_html(title)}</title>
-<style>{STYLE}</style>
-</head>
-<body>
-{body}
-<script type="application/json" id="report-data">{_json_for_script(data)}</script>
-<script>{SCRIPT}</script>
-</body>
-</html>
-"""
+{FOOTER}"""
+    scripts = (f'<script type="application/json" id="report-data">{_json_for_script(data)}</script>\n'
+               f"<script>{SCRIPT}</script>\n")
+    return page(marker=MARKER, title=escape_html(title), body=body, scripts=scripts)
 
 
 def report(run_spec: str, baseline_spec: str | None, *, cwd: Path, metrics_dir: str = "metrics", gate: list[str] | None,

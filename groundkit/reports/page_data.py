@@ -22,7 +22,6 @@ from groundkit.reports.compare import Comparison
 from groundkit.reports.evidence import Evidence, locate, mismatch
 from groundkit.reports.sides import NO_ANSWER, Side, read_side
 from groundkit.reports.stats import mean_intervals
-from groundkit.retrieval.kinds import parse
 from groundkit.scoring.measures import MEASURES, Cutoff
 from groundkit.scoring.score import hit_rate_ks
 
@@ -75,26 +74,19 @@ def _budget_text(spec: str, cwd: Path, metrics_dir: str) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def scored_min_overlap(metadata: dict[str, Any]) -> float:
-    """The ``score.min_overlap`` a run was scored with, as score wrote it in run.json (0, any overlap, when an
-    older run.json does not record it)."""
-    value = metadata.get("params", {}).get("score", {}).get("min_overlap", 0.0)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
-
-
 def checked(side: Side, evidence: Evidence | str | None) -> tuple[Evidence | None, str | None]:
     """The evidence when it is the run behind ``side``; otherwise None and what to tell the reader."""
     if evidence is None:
         return None, None
     if isinstance(evidence, str):
         return None, f"Passages of {side.label} are not shown: {evidence}."
-    ids = list(side.position)
-    rows = [side.position[q] for q in ids]
-    context = {metric.cut.value: [float(side.values[r, side.metric_names.index(m)]) for r in rows]
-               for m in side.metric_names for metric in [MEASURES.parse(m)]
+    evidence = evidence.scored_by(side.metadata)  # relevant by score's rule, as the run's run.json records it
+    ids = list(side.per_query.position)
+    rows = [side.per_query.position[q] for q in ids]
+    context = {metric.cut.value: [float(side.per_query.values[r, side.per_query.metric_names.index(m)]) for r in rows]
+               for m in side.per_query.metric_names for metric in [MEASURES.parse(m)]
                if metric.measure.name == "chars" and metric.cut is not None}
-    why = mismatch(evidence, ids, [side.first_gold_rank[r] for r in rows], context,
-                   min_overlap=scored_min_overlap(side.metadata))
+    why = mismatch(evidence, ids, [side.per_query.first_gold_rank[r] for r in rows], context)
     if why is not None:
         return None, f"Passages of {side.label} are not shown: the artifacts in {evidence.source} do not match " \
                      f"its per_query.csv ({why})."
@@ -118,7 +110,7 @@ def workspace_input(per_query: Path, evidence: Evidence, budget_csv: Path, label
 
 def _deepest(side: Side, measure: str) -> str | None:
     """The metric of ``measure`` at the deepest rank cut-off ``side`` reports."""
-    names = [(metric.cut.value, m) for m in side.metric_names for metric in [MEASURES.parse(m)]
+    names = [(metric.cut.value, m) for m in side.per_query.metric_names for metric in [MEASURES.parse(m)]
              if metric.measure.name == measure and metric.cut is not None and metric.cut.kind is Cutoff.RANK]
     return max(names)[1] if names else None
 
@@ -134,7 +126,7 @@ def _round(value: float | None, digits: int = 6) -> float | None:
 
 
 def answerable_rows(side: Side) -> np.ndarray:
-    return np.array([i for i, c in enumerate(side.categories) if c != NO_ANSWER], dtype=np.intp)
+    return np.array([i for i, c in enumerate(side.per_query.categories) if c != NO_ANSWER], dtype=np.intp)
 
 
 def headline_names(side: Side) -> list[str]:
@@ -142,19 +134,19 @@ def headline_names(side: Side) -> list[str]:
     reports them; for a run.json without it, nDCG and hit rate at the deepest k and MRR."""
     recorded = side.metadata.get("params", {}).get("score", {}).get("headline")
     wanted = recorded if isinstance(recorded, list) else [_deepest(side, "ndcg"), _deepest(side, "recall"), "mrr"]
-    return [m for m in wanted if m is not None and m in side.metric_names]
+    return [m for m in wanted if m is not None and m in side.per_query.metric_names]
 
 
 def stat_rows(run: Input, base: Input | None, comparison: Comparison | None) -> list[dict[str, Any]]:
     if comparison is not None:
         return [{"metric": s.metric, "baseline": s.baseline, "run": s.candidate, "delta": s.delta,
                  "ci": None if s.ci_low is None else [s.ci_low, s.ci_high], "p": s.p_value}
-                for s in comparison.overall]
+                for s in comparison.candidates[0].overall]
     side = run.side
-    values = side.values[answerable_rows(side)].T
+    values = side.per_query.values[answerable_rows(side)].T
     intervals = mean_intervals(values) if values.size else []
     rows = []
-    for j, metric in enumerate(side.metric_names):
+    for j, metric in enumerate(side.per_query.metric_names):
         low, high = intervals[j] if intervals else (None, None)
         mean = float(values[j].mean()) if values.shape[1] else None
         rows.append({"metric": metric, "baseline": None, "run": mean, "delta": None,
@@ -163,7 +155,7 @@ def stat_rows(run: Input, base: Input | None, comparison: Comparison | None) -> 
 
 
 def hit_curve(side: Side) -> list[tuple[float, float]]:
-    ranks = [side.first_gold_rank[i] for i in answerable_rows(side)]
+    ranks = [side.per_query.first_gold_rank[i] for i in answerable_rows(side)]
     if not ranks:
         return []
     depth = int(side.metadata.get("params", {}).get("retrieve", {}).get("depth") or 0)
@@ -174,9 +166,10 @@ def hit_curve(side: Side) -> list[tuple[float, float]]:
 
 def category_means(side: Side, metrics: list[str]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
-    for category in sorted({c for c in side.categories if c != NO_ANSWER}):
-        rows = [i for i, c in enumerate(side.categories) if c == category]
-        out[category] = {m: float(side.values[rows, side.metric_names.index(m)].mean()) for m in metrics}
+    for category in sorted({c for c in side.per_query.categories if c != NO_ANSWER}):
+        rows = [i for i, c in enumerate(side.per_query.categories) if c == category]
+        out[category] = {m: float(side.per_query.values[rows, side.per_query.metric_names.index(m)].mean())
+                         for m in metrics}
     return out
 
 
@@ -284,12 +277,7 @@ def _chunked(side: Input | None) -> Evidence | None:
     """A side's evidence when it ranked groundkit's chunks (an external run ranked passages of its own)."""
     if side is None or side.evidence is None:
         return None
-    retriever = side.side.metadata.get("params", {}).get("retrieve", {}).get("retriever")
-    try:
-        ranks_chunks = parse(retriever).ranks_chunks
-    except (ValueError, AttributeError):  # a run.json from another version, or none recorded: ranks only
-        return None
-    return side.evidence if ranks_chunks else None
+    return side.evidence if side.evidence.ranks_chunks else None
 
 
 def _movement(before: float | None, after: float) -> str:
@@ -308,36 +296,39 @@ def page_data(run: Input, base: Input | None, comparison: Comparison | None, *, 
     queries = []
     terms = _Terms(side.metadata.get("params", {}))
     base_terms = _Terms(base.side.metadata.get("params", {})) if base is not None else terms
-    for query_id in sorted(side.position):
-        i = side.position[query_id]
-        j = base.side.position.get(query_id) if base is not None else None
-        answerable = side.categories[i] != NO_ANSWER
-        after = side.first_gold_rank[i]
-        before = base.side.first_gold_rank[j] if base is not None and j is not None else None
+    for query_id in sorted(side.per_query.position):
+        i = side.per_query.position[query_id]
+        j = base.side.per_query.position.get(query_id) if base is not None else None
+        answerable = side.per_query.categories[i] != NO_ANSWER
+        after = side.per_query.first_gold_rank[i]
+        before = base.side.per_query.first_gold_rank[j] if base is not None and j is not None else None
 
         def value(s: Side, row: int | None, metric: str | None) -> float | None:
-            if row is None or metric is None or metric not in s.metric_names or s.categories[row] == NO_ANSWER:
+            table = s.per_query
+            if row is None or metric is None or metric not in table.metric_names or table.categories[row] == NO_ANSWER:
                 return None
-            return _round(float(s.values[row, s.metric_names.index(metric)]))
+            return _round(float(table.values[row, table.metric_names.index(metric)]))
 
         row: dict[str, Any] = {
-            "id": query_id, "query": side.queries[i], "category": side.categories[i],
+            "id": query_id, "query": side.per_query.queries[i], "category": side.per_query.categories[i],
             "rank": [None if before is None else _rank(before), _rank(after)],
             "ndcg": [value(base.side, j, k) if base is not None else None, value(side, i, k)],
             "move": _movement(before, after) if answerable else "",
             # At the k the filter names ("no gold in the top k"), not at the deepest recall@k the run reports.
             "missed": answerable and after > top_k,
-            "abstained": [base.side.abstained[j] if base is not None and j is not None else None,
-                          side.abstained[i]],
+            "abstained": [base.side.per_query.abstained[j] if base is not None and j is not None else None,
+                          side.per_query.abstained[i]],
         }
         other = base.evidence if base is not None else None
         evidence = run.evidence or other
         if evidence is not None and query_id in evidence.judgments:
             row["gold"] = _gold(evidence, query_id, texts, _chunked(run), _chunked(base))
         if run.evidence is not None:
-            row["top"] = _top(run.evidence, other, query_id, top_k, passages, texts, terms, side.queries[i])
+            row["top"] = _top(run.evidence, other, query_id, top_k, passages, texts, terms,
+                              side.per_query.queries[i])
         if other is not None:
-            row["baseTop"] = _top(other, run.evidence, query_id, top_k, passages, texts, base_terms, side.queries[i])
+            row["baseTop"] = _top(other, run.evidence, query_id, top_k, passages, texts, base_terms,
+                                  side.per_query.queries[i])
         queries.append(row)
     notes = [n for n in (run.note, base.note if base is not None else None) if n]
     return {

@@ -37,11 +37,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groundkit._lines import dumps_json, read_models
-from groundkit._text import markdown_code, markdown_text, sheet_csv, sheet_value
+from groundkit.artifacts.lines import dumps_json, read_models
 from groundkit.corpus.passage import Chunk, Document, Excerpt, Passage
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import ReviewError
+from groundkit.inputs.text import markdown_code, markdown_text, sheet_csv, sheet_value
 from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES, PASSAGES_FILE, RUN, written_by
 from groundkit.retrieval.external import read_external_run
 from groundkit.retrieval.trec import read_run
@@ -268,7 +268,7 @@ def read_marks(path: Path) -> dict[Key, Mark]:
 
 def review_csv(result: Pool) -> str:
     """review.csv: one row per pooled passage (RFC 4180 quoting, LF line ends), each text cell a sheet cell
-    (groundkit/_text.py: a cell beginning like a formula gets an apostrophe, which :func:`read_marks` removes)."""
+    (groundkit/inputs/text.py: a cell beginning like a formula gets an apostrophe, which :func:`read_marks` removes)."""
     query = {j.query_id: j.query for j in result.queries}
     rows: list[list[object]] = [list(COLUMNS)]
     for query_id, found in result.candidates.items():
@@ -289,7 +289,7 @@ def _ranks(candidate: Candidate) -> str:
 
 
 def _quoted(text: str) -> str:
-    """A passage as a Markdown block quote, line by line, each line plain text (groundkit/_text.py)."""
+    """A passage as a Markdown block quote, line by line, each line plain text (groundkit/inputs/text.py)."""
     return "\n".join(f"> {markdown_text(line)}" if line else ">" for line in text.split("\n"))
 
 

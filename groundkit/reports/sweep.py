@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groundkit._atomic import atomic_write_text
-from groundkit._json import loads_line
-from groundkit._lines import csv_text
-from groundkit._text import markdown_text
+from groundkit.artifacts.atomic import atomic_write_text
+from groundkit.artifacts.lines import csv_text
 from groundkit.errors import InputError, JSONLineError, MeasureError, SweepError
+from groundkit.inputs.jsonline import loads_line
+from groundkit.inputs.text import markdown_text
 from groundkit.scoring.measures import MEASURES
 
 METRICS_FILE = "metrics/metrics.json"

@@ -6,8 +6,7 @@ same bytes; unlike it, it needs no script: everything is in the markup and the i
 
 from __future__ import annotations
 
-from groundkit import __version__
-from groundkit.reports._page import POLICY, STYLE
+from groundkit.reports._page import FOOTER, STYLE, page
 from groundkit.reports.charts import escape_html, scatter_chart
 from groundkit.reports.sweep_view import Group, SweepView, order_key, render_text, series_of
 from groundkit.scoring.measures import MEASURES
@@ -54,19 +53,6 @@ def render(view: SweepView) -> str:
             + f"<h2>Table and answers</h2><pre class=\"passage\">{escape_html(text)}</pre>"
             + "".join(f"<p class=\"meta\">Left out: {escape_html(name)}: {escape_html(why)}.</p>"
                       for name, why in view.left_out)
-            + f"<footer>groundkit {escape_html(__version__)}. Self-contained: this file loads nothing.</footer>")
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-{MARKER}
-{POLICY}
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>groundkit sweep of {escape_html(view.commit)}</title>
-<style>{STYLE}figure{{max-width:600px}}</style>
-</head>
-<body>
-{body}
-</body>
-</html>
-"""
+            + FOOTER)
+    return page(marker=MARKER, title=f"groundkit sweep of {escape_html(view.commit)}", body=body,
+                style=f"{STYLE}figure{{max-width:600px}}")

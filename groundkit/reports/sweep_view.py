@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from groundkit.errors import CompareError, MeasureError, SweepError
-from groundkit.reports.compare import CHARS, answerable_ids, check_alpha, check_correction, cost_metric, metric_matrix
+from groundkit.reports.compare import answerable_ids, check_alpha, check_correction, metric_matrix
 from groundkit.reports.compare import rows_of as side_rows
 from groundkit.reports.sides import Side, read_side
 from groundkit.reports.stats import adjust_p_values, mean_intervals, paired_stats
 from groundkit.reports.sweep import dvc_exp_show, experiment_rows, git_run_json
+from groundkit.reports.verdict import CHARS, cost_metric
 from groundkit.scoring.measures import MEASURES, Cutoff
 
 WIDTH = 100
@@ -182,14 +183,15 @@ def sweep_view(cwd: Path, *, quality: str = DEFAULT_QUALITY, budget_measure: str
     chosen = list(params) or varied_params(sides)
     configs = [Config(side.label, {key: _flat(side.metadata.get("params", {})).get(key) for key in chosen}, side)
                for side in sides]
-    cost = cost_metric(quality, sides[0].metric_names)
-    missing = [(c.name, m) for c in configs for m in (quality, cost) if m is not None and m not in c.side.metric_names]
+    cost = cost_metric(quality, sides[0].per_query.metric_names)
+    missing = [(c.name, m) for c in configs for m in (quality, cost)
+               if m is not None and m not in c.side.per_query.metric_names]
     if cost is None or missing:
         name, metric = missing[0] if missing else (sides[0].label, MEASURES[CHARS].pattern)
         raise SweepError("--quality", f"{name} does not report {metric}, which the view reads",
                          fix="sweep experiments whose score.measures hold the metric and its chars@k")
-    budgets = sorted({m for m in sides[0].metric_names if _at_budget(m, budget_measure)
-                      and all(m in s.metric_names for s in sides)}, key=lambda m: MEASURES.parse(m).cut.value)
+    budgets = sorted({m for m in sides[0].per_query.metric_names if _at_budget(m, budget_measure)
+                      and all(m in s.per_query.metric_names for s in sides)}, key=lambda m: MEASURES.parse(m).cut.value)
     ids = answerable_ids(sides[0])
     by_overlap: dict[float, list[Config]] = {}
     for config in configs:

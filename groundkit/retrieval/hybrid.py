@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 from groundkit.corpus.passage import Chunk
 from groundkit.retrieval.bm25 import load_for
 from groundkit.retrieval.dense import build as build_dense
-from groundkit.retrieval.kinds import Ranking, Retriever, RetrieverKind, Sources
+from groundkit.retrieval.ports import Ranking, Retriever
 from groundkit.retrieval.searching import Searching
 
 if TYPE_CHECKING:
     from groundkit.config import Params
-    from groundkit.execution import Engine
+    from groundkit.retrieval.kinds import RetrieverKind
+    from groundkit.retrieval.ports import Engine, Sources
 
 
 def reciprocal_rank_fusion(

@@ -1,28 +1,17 @@
 """The kinds of retriever: every value ``retrieve.retriever`` may take, parsed once into an object that travels.
 
-A retriever ranks passages for a query. Those that search groundkit's chunks offer one method::
+Declarations only: this module imports no retriever's code and none of the types a retriever works
+with (groundkit/retrieval/ports.py holds those, groundkit/retrieval/rankers.py builds a kind's ranker),
+so params validation, which reads it in every stage, loads nothing else.
 
-    class Retriever(Protocol):
-        def search(self, query: str, depth: int) -> list[tuple[str, float]]: ...
-
-returning at most ``depth`` ``(chunk_id, score)`` pairs, higher score better. Built in: ``bm25`` (the
-baseline, the index stage's index), ``dense`` (groundkit/retrieval/dense.py) and ``hybrid``
-(reciprocal rank fusion of the two). ``external`` searches nothing: it reads the ranked passages of
-another system from ``retrieve.run`` (groundkit/retrieval/external.py).
-
-Your own retriever: ``retrieve.retriever: python:MODULE:FACTORY``. groundkit imports MODULE (the
-current directory is searched first, then the installed packages), calls ``FACTORY(chunks, options)``
-once with every chunk (a list of groundkit.corpus.passage.Chunk: ``chunk_id``, ``document``,
-``start_offset``, ``end_offset``, ``text``) and ``retrieve.options`` (a dict), and calls
-``search(query, depth)`` on what it returns for every query. groundkit checks every result (a known
-chunk id, at most once, a finite score, at most ``depth`` results) and then orders them itself: score
-descending, then (document, start_offset). Returning nothing is how a retriever abstains.
-groundkit/retrieval/plugin.py holds the checks.
+Built in: ``bm25`` (the baseline, the index stage's index), ``dense`` (groundkit/retrieval/dense.py) and
+``hybrid`` (reciprocal rank fusion of the two). ``external`` searches nothing: it reads the ranked
+passages of another system from ``retrieve.run`` (groundkit/retrieval/external.py). Your own retriever,
+``retrieve.retriever: python:MODULE:FACTORY``, follows the contract in groundkit/retrieval/ports.py.
 
 Each kind is one class here, registered in ``BUILT_IN``: its name, its run tag, the params sections its
 numbers depend on and those its retrieval reads, what it needs (an index, embeddings, the chunks, a run
-file) and the function that builds it, named as ``module:function`` so that this module imports no
-retriever's code (params validation reads it in every stage). A package adds a kind through the entry
+file) and the function that builds it, named as ``module:function``. A package adds a kind through the entry
 point group ``groundkit.retrievers`` (``name = "package.module:KindClass"``). :func:`parse` is the one
 place a ``retrieve.retriever`` string is read; everything else asks the object it returns.
 """
@@ -30,31 +19,12 @@ place a ``retrieve.retriever`` string is read; everything else asks the object i
 from __future__ import annotations
 
 import enum
-import importlib
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
-
-from groundkit._seals import Digest, file_sha256
-
-if TYPE_CHECKING:
-    from groundkit.config import Params
-    from groundkit.corpus.passage import Chunk, Document, Excerpt
-    from groundkit.execution import Engine
-
-Ranking = list[tuple[str, float]]
+from typing import Any, ClassVar
 
 ENTRY_POINTS = "groundkit.retrievers"
 """The entry point group through which other packages register kinds of retriever."""
-
-
-class Retriever(Protocol):
-    """What every retriever that searches chunks offers: a ranked list of (chunk_id, score) for a query."""
-
-    def search(self, query: str, depth: int) -> Ranking:
-        """At most ``depth`` results, best first."""
-        ...
 
 
 class Need(enum.Enum):
@@ -64,62 +34,6 @@ class Need(enum.Enum):
     EMBEDDINGS = "the chunk embeddings (the embed stage computes them only for kinds that need them)"
     CHUNKS = "the chunks themselves"
     RUN_FILE = "a run file (retrieve.run): it ranks passages of its own, not groundkit's chunks"
-
-
-@dataclass(frozen=True)
-class Sources:
-    """What a retriever may read: the artifacts of the stages before retrieve, loaded only when asked for.
-
-    ``digest`` hashes a file the retriever checks against a manifest (the run's store knows its own files).
-    """
-
-    chunks: Callable[[], list[Chunk]]
-    documents: Callable[[], list[Document]]
-    index_dir: Path
-    embeddings_dir: Path
-    digest: Digest = file_sha256
-
-
-@dataclass(frozen=True)
-class Run:
-    """What retrieval emits: per query, passage ids best first.
-
-    Attributes:
-        rankings: ``query_id -> [(passage_id, score), ...]``; the score is None for a run that gave
-            ranks only (an external run), which the TREC run file writes as ``-rank``.
-        passages: The passages ranked that are not groundkit's chunks (an external run's), ordered by
-            (document, start, end); empty when the chunks are what was ranked.
-    """
-
-    rankings: dict[str, list[tuple[str, float | None]]]
-    passages: list[Excerpt]
-
-    def excluding(self, excluded: Mapping[str, Collection[str]], ranked_from: Iterable[Excerpt]) -> Run:
-        """This run with every passage of a query's excluded documents taken out of its ranking.
-
-        ``excluded`` maps a query id to the documents its run may not return (a judgment's
-        ``exclude_documents``); ``ranked_from`` holds the passages ranked, to know each one's document.
-        The rest keep their order and scores, so a ranking cut at ``depth`` then loses the excluded
-        passages, as BEIR drops them from a run retrieved at its depth.
-        """
-        document = {p.passage_id: p.document for p in ranked_from}
-        rankings = {
-            query_id: [entry for entry in ranking if document[entry[0]] not in excluded[query_id]]
-            if query_id in excluded else ranking
-            for query_id, ranking in self.rankings.items()
-        }
-        return Run(rankings, self.passages)
-
-
-class Ranker(Protocol):
-    """A built retriever of any kind: it ranks every query at once."""
-
-    def rank(self, queries: Sequence[tuple[str, str]], depth: int) -> Run:
-        """``(query_id, query)`` pairs in, a :class:`Run` out."""
-        ...
-
-
-Builder = Callable[["RetrieverKind", Sources, "Params", "Engine"], Ranker]
 
 
 @dataclass(frozen=True)
@@ -134,7 +48,8 @@ class RetrieverKind:
         reads: The params sections its retrieval reads at the retrieve stage, which DVC re-runs it for.
         needs: What it needs from the stages before retrieve.
         takes_options: ``retrieve.options`` are its own (recorded in run.json).
-        builder: ``module:function`` building its :class:`Ranker` from (kind, sources, params, engine).
+        builder: ``module:function`` building its ranker from (kind, sources, params, engine)
+            (groundkit/retrieval/rankers.py calls it).
     """
 
     name: ClassVar[str]
@@ -167,12 +82,6 @@ class RetrieverKind:
     def ranks_chunks(self) -> bool:
         """It ranks groundkit's chunks, so that every relevant passage is known; else its run's own passages."""
         return Need.RUN_FILE not in self.needs
-
-    def build(self, sources: Sources, params: Params, engine: Engine) -> Ranker:
-        """The ranker of this kind, ready for every query; the engine runs what the kind hands to one."""
-        module, _, function = self.builder.partition(":")
-        build: Builder = getattr(importlib.import_module(module), function)
-        return build(self, sources, params, engine)
 
 
 @dataclass(frozen=True)

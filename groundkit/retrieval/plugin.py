@@ -1,6 +1,6 @@
 """``python:MODULE:FACTORY`` retrievers: the user's own code, checked and ordered by groundkit.
 
-The contract is in groundkit/retrieval/kinds.py. Whatever leaves the user's
+The contract is in groundkit/retrieval/ports.py. Whatever leaves the user's
 code other than a return (an exception, or a ``sys.exit`` that would otherwise
 end ``groundkit run`` with status 0 and nothing written) becomes one
 RetrieverError naming the retriever and the step: the import, the factory, or a
@@ -24,12 +24,13 @@ import numpy as np
 
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import RetrieverError, Terminated
-from groundkit.retrieval.kinds import Python, PythonObject, Ranking, Retriever, Sources
+from groundkit.retrieval.kinds import Python, PythonObject
+from groundkit.retrieval.ports import Ranking, Retriever, Sources
 from groundkit.retrieval.searching import Searching
 
 if TYPE_CHECKING:
     from groundkit.config import Params
-    from groundkit.execution import Engine
+    from groundkit.retrieval.ports import Engine
 
 RetrieverFactory = Callable[[Sequence[Chunk], Mapping[str, Any]], Retriever]
 
@@ -144,7 +145,7 @@ class CheckedRetriever:
 
     def _fail(self, problem: str) -> NoReturn:
         raise RetrieverError(**_where(self.source), problem=f"retriever {self.spec!r}: {problem}",
-                             fix="see the contract in groundkit/retrieval/kinds.py: search(query, depth) returns "
+                             fix="see the contract in groundkit/retrieval/ports.py: search(query, depth) returns "
                                  "at most "
                                  "depth (chunk_id, score) pairs")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from groundkit._progress import track
-from groundkit.retrieval.kinds import Retriever, Run
+from groundkit.console.progress import track
+from groundkit.retrieval.ports import Retriever, Run
 
 
 class Searching:

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from groundkit._atomic import atomic_write_text
-from groundkit._lines import artifact_bytes, decoded
+from groundkit.artifacts.atomic import atomic_write_text
+from groundkit.artifacts.lines import artifact_bytes, decoded
 from groundkit.errors import ArtifactError
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from groundkit._models import Record
+from groundkit.artifacts.models import Record
 from groundkit.corpus.judgments import Category
 from groundkit.errors import ArtifactError, InputError, MeasureError
 from groundkit.scoring.measures import MEASURES

@@ -110,7 +110,7 @@ def test_invalid_params_name_the_key(values, key):
                                     ChunkParams(size=20, overlap=6), ChunkParams(size=5, overlap=0)])
 def test_chunks_are_built_as_validation_would_build_them(params):
     """The chunkers build chunks without validating them again: each must equal a validated chunk."""
-    from groundkit._lines import model_line
+    from groundkit.artifacts.lines import model_line
     from groundkit.corpus.passage import Chunk
 
     documents = [Document(path="a.md", text="  Alpha beta, gamma.\n\n\u00e9t\u00e9 \U0001f600 delta-epsilon  zeta\n"),

@@ -134,7 +134,8 @@ def test_a_folder_that_cannot_be_listed_is_refused_not_skipped(corpus):
     (corpus / "private").chmod(0)
     # Root reads any folder: as root, the probe runs without the two capabilities that bypass permissions.
     drop = (["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if os.geteuid() == 0 else [])
-    probe = ("import sys\nfrom groundkit._guard import guarded\nfrom groundkit.corpus.documents import load_corpus\n"
+    probe = ("import sys\nfrom groundkit.console.guard import guarded\n"
+             "from groundkit.corpus.documents import load_corpus\n"
              "sys.exit(guarded(lambda argv: print(len(load_corpus(argv[0]))) or 0, [sys.argv[1]]))\n")
     try:
         result = subprocess.run([*drop, sys.executable, "-c", probe, str(corpus)], capture_output=True, text=True)

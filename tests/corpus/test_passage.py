@@ -44,7 +44,7 @@ def test_models_are_frozen_and_forbid_extra_fields():
 
 
 def test_chunk_is_a_passage_whose_file_keeps_its_field_names():
-    from groundkit._lines import model_line
+    from groundkit.artifacts.lines import model_line
     from groundkit.corpus.passage import Excerpt, Passage
 
     chunk = Chunk(document="a.md", start_offset=6, end_offset=11, text="world")

@@ -679,7 +679,8 @@ def test_a_progress_bar_is_drawn_only_on_a_terminal(tmp_path):
 
     from tests.pipeline.test_progress import _run_with_stderr_on_a_pty
 
-    script = ("import sys; from groundkit import _progress; _progress.DELAY_S = 0; from groundkit.cli import main; "
+    script = ("import sys; from groundkit.console import progress as _progress; _progress.DELAY_S = 0; "
+              "from groundkit.cli import main; "
               "sys.exit(main(['import-squad', sys.argv[1], '--out', sys.argv[2]]))")
     returncode, output = _run_with_stderr_on_a_pty([sys.executable, "-c", script, str(MRQA), str(tmp_path / "a")])
     assert returncode == 0, output.decode(errors="replace")

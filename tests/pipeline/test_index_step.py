@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from groundkit._atomic import atomic_write_lines
-from groundkit._lines import iter_models, model_line, read_models
+from groundkit.artifacts.atomic import atomic_write_lines
+from groundkit.artifacts.lines import iter_models, model_line, read_models
 from groundkit.config import BM25Params, TokenizeParams
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import ArtifactError

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from groundkit import _progress
+from groundkit.console import progress as _progress
 
 # Chunk, index and retrieve on a small corpus, with the bar delay at zero so
 # that a bar would be drawn however quickly the steps finish.
 SCRIPT = """
 import sys
 from pathlib import Path
-from groundkit import _progress
-from groundkit._atomic import atomic_write_lines
-from groundkit._lines import model_line
+from groundkit.console import progress as _progress
+from groundkit.artifacts.atomic import atomic_write_lines
+from groundkit.artifacts.lines import model_line
 from groundkit.config import ChunkParams
 from groundkit.corpus.passage import Document
 from groundkit.pipeline.steps import chunk as chunk_step, embed as embed_step

@@ -21,13 +21,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groundkit import _lines
-from groundkit._collector import YOUNG_COLLECTION, fewer_collections
+from groundkit.artifacts import lines as _lines
 from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Chunk, Document, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
 from groundkit.errors import ArtifactError, JudgmentsError
 from groundkit.pipeline import store as store_module
+from groundkit.pipeline.collector import YOUNG_COLLECTION, fewer_collections
 from groundkit.pipeline.store import RunStore, Store
 from tests.conftest import REPO
 
@@ -252,7 +252,7 @@ def test_records_handed_back_equal_their_parse(tmp_path, model, records):
 
 
 def test_a_record_with_a_float_is_parsed_not_handed_back(tmp_path):
-    from groundkit._models import Record
+    from groundkit.artifacts.models import Record
 
     class Scored(Record):
         name: str
@@ -391,3 +391,35 @@ def test_a_runs_corpus_is_shared_per_root_and_patterns(tmp_path):
         documents, digest = store.corpus(tmp_path / "docs", selection)
         assert [d.path for d in documents] == paths
         assert (documents, digest) == Store().corpus(tmp_path / "docs", selection)
+
+
+# --- provenance records: one schema, written and checked by the store
+
+
+def test_a_provenance_record_round_trips_and_names_its_stage(tmp_path):
+    from groundkit.pipeline.provenance import Provenance
+
+    digest = hashlib.sha256(b"documents").hexdigest()
+    record = Provenance(stage="chunk", inputs={"documents": digest}, params={"chunk": {"size": 800}})
+    path = tmp_path / "chunking.json"
+    Store().write_provenance(path, record)
+    assert json.loads(path.read_text()) == {"stage": "chunk", "inputs": {"documents": digest},
+                                            "params": {"chunk": {"size": 800}}}
+    assert Store().read_provenance(path, producer="chunk") == record
+    with pytest.raises(ArtifactError, match="was written by the chunk stage, not the retrieve stage") as refused:
+        Store().read_provenance(path, producer="retrieve")
+    assert refused.value.key == "stage" and "dvc repro -f -s retrieve" in refused.value.fix
+
+
+@pytest.mark.parametrize(("document", "problem"), [
+    ({"corpus_hash": "a" * 64, "judgments_hash": "b" * 64}, "stage: Field required"),  # the shape before records
+    ({"stage": "chunk", "inputs": {"documents": "not-a-digest"}}, "not a SHA-256"),
+    ({"stage": "chunk", "params": {}, "extra": 1}, "extra: Extra inputs are not permitted"),
+    ([], "the record"),
+])
+def test_a_file_in_another_shape_is_refused_as_a_provenance_record(tmp_path, document, problem):
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(document) + "\n")
+    with pytest.raises(ArtifactError, match="is not a provenance record") as refused:
+        Store().read_provenance(path, producer="chunk")
+    assert problem in str(refused.value) and "re-run the chunk stage" in refused.value.fix

@@ -188,18 +188,38 @@ def test_several_candidates_in_one_table(tmp_path, capsys):
     assert out.startswith(f"## groundkit compare: `{baseline}` against 2 candidates\n")
     assert "Holm-corrected over 2 tests (2 candidates x 1 metric)" in out
     assert "Left out of" not in out
-    from groundkit.reports.compare_many import compare_many, render_markdown_many
+    from groundkit.reports.compare import compare
+    from groundkit.reports.compare_text import render_markdown
     from groundkit.reports.sides import read_side
 
     sides = [read_side(str(p), cwd=tmp_path) for p in (baseline, candidate, same)]
     # The default gate, less coverage@1000chars, which these hand-written results do not report (and say so).
-    shown = render_markdown_many(compare_many(sides[0], sides[1:], gate=None,
-                                              left_out=[("pending", "queued, not run yet")]))
+    shown = render_markdown(compare(sides[0], sides[1:], gate=None, left_out=[("pending", "queued, not run yet")]))
     assert shown == out.replace("\n**Verdict", "\nLeft out of `--experiments`: pending: queued, not run yet.\n\n"
                                 "**Verdict")
     assert "Note: coverage@1000chars is left out of the default gate: " in out
     assert f"| `{same}` | \\(none\\) | ndcg@10 | 0.5812 | 0.5812 | +0.0000 | [+0.0000, +0.0000] | 1.0000 | 1.0000 " \
            "| n/a | 0/6/0 |" in out
+
+
+def test_one_candidate_is_the_case_n_equals_one_and_the_result_is_frozen(tmp_path):
+    import dataclasses
+
+    from groundkit.reports.compare import compare
+    from groundkit.reports.sides import read_side
+
+    baseline, candidate = write_compare_pair(tmp_path)
+    same = shutil.copytree(baseline, tmp_path / "same")
+    base, cand, unmoved = (read_side(str(p), cwd=tmp_path) for p in (baseline, candidate, same))
+    alone, listed, two = compare(base, cand), compare(base, [cand]), compare(base, [cand, unmoved])
+    assert alone == listed and len(alone.candidates) == 1 and alone.verdict == alone.candidates[0].verdict
+    # Its row among several has the same statistics (shared draws); only the correction is over more tests.
+    assert two.candidates[0].overall == alone.candidates[0].overall
+    assert (alone.tests, two.tests) == (len(alone.gate), 2 * len(alone.gate))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        alone.verdict = "better"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        alone.candidates[0].overall[0].delta = 1.0  # type: ignore[misc]
 
 
 def test_a_metric_named_twice_is_one_test_in_the_correction(tmp_path, capsys):

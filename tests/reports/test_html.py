@@ -205,18 +205,46 @@ def test_a_run_scored_under_min_overlap_is_shown_with_its_own_passages(tiny, mon
     # Issue 35 item 3: the report worked relevance out again by any overlap, so a run scored with score.min_overlap
     # 0.9 (q1: first gold rank 2, where a passage holding a few of the quote's characters sits at rank 1) was
     # said to be "from another run", and its drill-down dropped. The report reads the rule from run.json.
+    from dataclasses import replace
+
+    from groundkit.scoring.measures import ANY_OVERLAP
+
     monkeypatch.chdir(tiny["root"])
     strict = _run(tiny["root"] / "corpus", tiny["root"] / "judgments.jsonl", tiny["root"] / "strict",
                   "chunk.size=60", "chunk.overlap=30", "score.min_overlap=0.9")
     side = read_input("strict", Path.cwd())
     assert side.note is None and side.evidence is not None
-    q1 = side.side.position["q1"]
-    assert side.side.first_gold_rank[q1] == 2  # under min_overlap 0.9; by any overlap it would be 1
-    assert side.evidence.first_gold_rank("q1", min_overlap=0.0) == 1
+    q1 = side.side.per_query.position["q1"]
+    assert side.side.per_query.first_gold_rank[q1] == 2  # under min_overlap 0.9; by any overlap it would be 1
+    assert replace(side.evidence, relevance=ANY_OVERLAP).first_gold_rank("q1") == 1
     data = page_data(side, None, None)
     assert data["notes"] == [] and data["queries"][0]["top"], data["notes"]
     assert main(["report", str(strict), "--out", str(tiny["root"] / "strict.html")]) == 0
     assert "from another run" not in (tiny["root"] / "strict.html").read_text(encoding="utf-8")
+
+
+def test_a_run_at_min_overlap_0_9_gets_a_report_that_shows_its_passages(tiny, monkeypatch):
+    from dataclasses import replace
+
+    from groundkit.reports.evidence import mismatch
+    from groundkit.scoring.measures import ANY_OVERLAP, Relevance
+
+    monkeypatch.chdir(tiny["root"])
+    _run(tiny["root"] / "corpus", tiny["root"] / "judgments.jsonl", tiny["root"] / "strict", "chunk.size=60",
+         "score.min_overlap=0.9")
+    side = read_input("strict", Path.cwd())
+    assert side.note is None and side.evidence is not None
+    assert side.evidence.relevance == Relevance(0.9)  # score's rule, read from the run's own run.json
+    # Under any overlap these artifacts give another first gold rank than per_query.csv: the report used to
+    # take them for another run's and drop the drill-down.
+    table = side.side.per_query
+    anyhow = replace(side.evidence, relevance=ANY_OVERLAP)
+    assert mismatch(anyhow, list(table.position), table.first_gold_rank) is not None
+    data = page_data(side, None, None)
+    assert data["notes"] == []
+    shown = [q for q in data["queries"] if q.get("top")]
+    # Every answerable query that retrieved anything shows its passages (q3 shares no word with the corpus).
+    assert {q["id"] for q in shown} == {"q1", "q2"}
 
 
 @pytest.fixture(scope="module")

@@ -94,8 +94,9 @@ def test_each_budget_names_the_best_and_tests_it_against_the_runner_up(viewed, s
 
 
 def _values(side, metric: str) -> np.ndarray:
-    ids = sorted(q for q, i in side.position.items() if side.categories[i] != "no_answer")
-    return np.array([side.values[side.position[q], side.metric_names.index(metric)] for q in ids])
+    ids = sorted(q for q, i in side.per_query.position.items() if side.per_query.categories[i] != "no_answer")
+    table = side.per_query
+    return np.array([table.values[table.position[q], table.metric_names.index(metric)] for q in ids])
 
 
 def test_the_command_prints_within_100_columns_and_writes_the_page_and_the_csv(viewed):

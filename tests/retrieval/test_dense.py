@@ -17,7 +17,8 @@ from groundkit.execution.local import LocalEngine
 from groundkit.retrieval.bm25 import BM25Index
 from groundkit.retrieval.dense import DenseRetriever, Encoder, load_embeddings, save_embeddings
 from groundkit.retrieval.hybrid import reciprocal_rank_fusion
-from groundkit.retrieval.kinds import Sources
+from groundkit.retrieval.ports import Sources
+from groundkit.retrieval.rankers import build
 from tests.conftest import REPO
 from tests.dvc_helpers import env
 
@@ -90,7 +91,7 @@ def test_dense_search_is_exact_cosine_and_never_abstains(encoder, chunks, tmp_pa
 def build_retriever(params, chunks, index_dir, embeddings_dir):
     """The retriever the kind builds, as the retrieve step builds it."""
     sources = Sources(chunks=lambda: list(chunks), documents=list, index_dir=index_dir, embeddings_dir=embeddings_dir)
-    return params.retrieve.kind.build(sources, params, LocalEngine()).retriever
+    return build(params.retrieve.kind, sources, params, LocalEngine()).retriever
 
 
 def test_hybrid_is_rrf_of_bm25_and_dense(encoder, chunks, tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from groundkit._seals import file_sha256
+from groundkit.artifacts.seals import file_sha256
 from groundkit.cli import main
 from groundkit.config import ChunkParams, load_params
 from groundkit.corpus.chunking import chunk_documents
@@ -270,7 +270,7 @@ def test_run_json_names_the_scored_run_file_only_for_external_runs(tiny_corpus, 
 
 def test_committed_run_json_keeps_its_bytes():
     """RunMetadata without an external run writes exactly the committed BM25 run.json."""
-    from groundkit._lines import dumps_json
+    from groundkit.artifacts.lines import dumps_json
 
     committed = (REPO / "metrics" / "run.json").read_text(encoding="utf-8")
     metadata = RunMetadata.model_validate_json(committed)

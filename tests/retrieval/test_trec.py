@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from groundkit._atomic import atomic_write_lines
+from groundkit.artifacts.atomic import atomic_write_lines
 from groundkit.errors import ArtifactError
 from groundkit.retrieval.trec import read_run, score_texts
 

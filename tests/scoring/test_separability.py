@@ -120,7 +120,7 @@ def test_compare_pairs_it_by_bootstrap_and_says_why_when_it_is_missing():
 
     base = side("base", [3.0, 2.0, 1.0, None, 2.0, 0.5])
     cand = side("cand", [3.0, 2.0, 1.5, 1.0, 0.5, 0.2])
-    figure = compare(base, cand, gate=[]).no_answer["separability"]
+    figure = compare(base, [cand], gate=[]).candidates[0].no_answer["separability"]
     assert figure["baseline"] == pytest.approx(_sklearn([3.0, 2.0, 1.0, -np.inf], [2.0, 0.5]))
     assert figure["candidate"] == 1.0
     assert figure["delta"] == pytest.approx(figure["candidate"] - figure["baseline"])
@@ -128,9 +128,10 @@ def test_compare_pairs_it_by_bootstrap_and_says_why_when_it_is_missing():
     old = _parse_side("old", "\n".join(line.rsplit(",", 2)[0] + "," + line.rsplit(",", 1)[1]
                                        for line in base_csv_without_scores()), RUN_JSON, "old/per_query.csv",
                       "old/run.json")
-    assert "no top-1 scores" in compare(old, cand, gate=[]).no_answer["separability"]["note"]
+    assert "no top-1 scores" in compare(old, [cand], gate=[]).candidates[0].no_answer["separability"]["note"]
     only_answerable = side("a", [3.0, 2.0, 1.0, 0.5])
-    assert "needs both" in compare(only_answerable, only_answerable, gate=[]).no_answer["separability"]["note"]
+    (only,) = compare(only_answerable, [only_answerable], gate=[]).candidates
+    assert "needs both" in only.no_answer["separability"]["note"]
 
 
 def base_csv_without_scores() -> list[str]:

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit._atomic import atomic_write_text
-from groundkit._lines import dumps_json
-from groundkit._suggest import near_path_text
+from groundkit.artifacts.atomic import atomic_write_text
+from groundkit.artifacts.lines import dumps_json
 from groundkit.errors import InputError
+from groundkit.inputs.suggest import near_path_text
 
 if TYPE_CHECKING:
     from groundkit.config import Params

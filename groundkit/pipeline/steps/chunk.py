@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit._atomic import atomic_write_text
-from groundkit._lines import dumps_json
 from groundkit.corpus.chunking import chunk_documents
 from groundkit.corpus.passage import Chunk, Document
-from groundkit.pipeline.stages import DOCUMENTS, written_by
+from groundkit.pipeline.provenance import Provenance
+from groundkit.pipeline.stages import CHUNKING, DOCUMENTS, written_by
 from groundkit.scoring.cautions import PREFIX, few_chunks
 
 if TYPE_CHECKING:
@@ -23,7 +22,9 @@ def run(documents: Path, params: ChunkParams, out_chunks: Path, out_chunking: Pa
 
     chunks = chunk_documents(store.read_models(documents, Document, producer=written_by(DOCUMENTS)), params)
     store.write_models(out_chunks, chunks, Chunk)
-    atomic_write_text(out_chunking, dumps_json({"chunk": params.model_dump(mode="json")}))
+    store.write_provenance(out_chunking, Provenance(stage=written_by(CHUNKING),
+                                                    inputs={"documents": store.sha256(documents)},
+                                                    params={"chunk": params.model_dump(mode="json")}))
     return chunks
 
 

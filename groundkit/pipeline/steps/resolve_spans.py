@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit._atomic import atomic_write_text
-from groundkit._lines import dumps_json, read_json
+from groundkit.artifacts.lines import read_json
 from groundkit.corpus.passage import Document
 from groundkit.corpus.spans import ResolvedJudgment, resolve_judgments
 from groundkit.errors import ArtifactError, CorpusError, InputError, JudgmentsError
-from groundkit.pipeline.stages import VALIDATION, written_by
+from groundkit.pipeline.provenance import Provenance
+from groundkit.pipeline.stages import SPAN_SOURCES, VALIDATION, written_by
 
 if TYPE_CHECKING:
     from groundkit.config import CorpusParams, Params
@@ -44,7 +44,8 @@ def run(corpus_root: Path, judgments: Path, validation: Path, out_documents: Pat
     )
     # Spans first: the documents snapshot is what unblocks chunking, so it is written last.
     store.write_models(out_spans, resolved, ResolvedJudgment)
-    atomic_write_text(out_sources, dumps_json({"corpus_hash": corpus_hash, "judgments_hash": judgments_hash}))
+    store.write_provenance(out_sources, Provenance(stage=written_by(SPAN_SOURCES),
+                                                   inputs={"corpus": corpus_hash, "judgments": judgments_hash}))
     store.write_models(out_documents, documents, Document)
     return resolved
 

@@ -5,15 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit._atomic import atomic_directory, atomic_write_text
-from groundkit._lines import dumps_json
-from groundkit._seals import file_sha256
+from groundkit.artifacts.atomic import atomic_directory
+from groundkit.artifacts.seals import file_sha256
 from groundkit.corpus.passage import Chunk, Document, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import RunFileError
 from groundkit.execution import lazy_engine
-from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES_FILE, RUN_PARAMS_FILE, written_by
-from groundkit.retrieval.kinds import Need, Run, Sources
+from groundkit.pipeline.provenance import Provenance
+from groundkit.pipeline.stages import (
+    CHUNKS,
+    DOCUMENTS,
+    GOLD_SPANS,
+    PASSAGES,
+    PASSAGES_FILE,
+    RUN_PARAMS_FILE,
+    written_by,
+)
+from groundkit.retrieval.kinds import Need
+from groundkit.retrieval.ports import Run, Sources
+from groundkit.retrieval.rankers import build
 
 if TYPE_CHECKING:
     from groundkit.config import Params
@@ -54,7 +64,7 @@ def run(
     before = _run_file_sha256(external) if external is not None and external.is_file() else None
     # The engine connects (a Ray cluster) only if the kind hands it work.
     with lazy_engine(params.execution) as engine:
-        ranked = kind.build(sources, params, engine).rank([(j.query_id, j.query) for j in judgments],
+        ranked = build(kind, sources, params, engine).rank([(j.query_id, j.query) for j in judgments],
                                                           params.retrieve.depth)
     if external is not None and (before is None or _run_file_sha256(external) != before):
         raise RunFileError(external, "changed while the retrieve stage read it", fix="run the stage again (dvc "
@@ -65,21 +75,20 @@ def run(
         ranked = ranked.excluding(excluded, sources.chunks() if kind.ranks_chunks else ranked.passages)
     with atomic_directory(out_passages) as folder:
         store.write_models(folder / PASSAGES_FILE, ranked.passages, Excerpt)
-        atomic_write_text(folder / RUN_PARAMS_FILE, dumps_json(ranked_with(params, before)))
+        store.write_provenance(folder / RUN_PARAMS_FILE, ranked_with(params, before))
     store.write_run(out_run, ranked.rankings, kind.run_tag)
     return ranked
 
 
-def ranked_with(params: Params, run_sha256: str | None) -> dict[str, object]:
+def ranked_with(params: Params, run_sha256: str | None) -> Provenance:
     """What the run was ranked with, as run.json reports it: every params section the retriever's numbers depend
-    on but the chunk params (the chunk stage records those) and score's own, and the external run file's name and
-    SHA-256. BM25's and the tokenizer's are the index's (bm25.load_for checked them), dense's the embeddings'.
+    on but the chunk params (the chunk stage records those) and score's own, and the external run file's SHA-256
+    under its name. BM25's and the tokenizer's are the index's (bm25.load_for checked them), dense's the
+    embeddings'.
     """
-    record: dict[str, object] = {name: section for name, section in params.result_params().items()
-                                 if name not in ("chunk", "score")}
-    if run_sha256 is not None:
-        record["external_run"] = {"name": Path(params.retrieve.run).name, "sha256": run_sha256}
-    return record
+    sections = {name: section for name, section in params.result_params().items() if name not in ("chunk", "score")}
+    inputs = {Path(params.retrieve.run).name: run_sha256} if run_sha256 is not None else {}
+    return Provenance(stage=written_by(PASSAGES), inputs=inputs, params=sections)
 
 
 def _run_file_sha256(path: Path) -> str:

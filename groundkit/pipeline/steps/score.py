@@ -7,10 +7,10 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groundkit import __version__
-from groundkit._atomic import atomic_directory, atomic_write_lines, atomic_write_text
-from groundkit._lines import csv_text, dumps_json, read_json, round_floats
-from groundkit._seals import file_sha256
+from groundkit._version import __version__
+from groundkit.artifacts.atomic import atomic_directory, atomic_write_lines, atomic_write_text
+from groundkit.artifacts.lines import csv_text, dumps_json, round_floats
+from groundkit.artifacts.seals import file_sha256
 from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Chunk, Excerpt
 from groundkit.corpus.spans import ResolvedJudgment
@@ -36,6 +36,7 @@ from groundkit.scoring.score import budget_curve, hit_rate_curve, score_run
 
 if TYPE_CHECKING:
     from groundkit.config import Params, ScoreParams
+    from groundkit.pipeline.provenance import Provenance
     from groundkit.pipeline.store import Store
 
 
@@ -87,22 +88,20 @@ def run(
             raise ArtifactError(run, f"query {query_id!r} has {len(ranking)} results, more than retrieve.depth",
                                 fix=f"re-run the {written_by(RUN)} stage")
     reported = params.result_params()
-    recorded = read_json(passages / RUN_PARAMS_FILE, producer=written_by(PASSAGES))
-    if not isinstance(recorded, dict):
-        raise ArtifactError(passages / RUN_PARAMS_FILE, "is not a JSON object; it was edited by hand",
-                            fix=f"re-run the {written_by(PASSAGES)} stage (dvc repro -f -s {written_by(PASSAGES)})")
-    external_run = None if kind.ranks_chunks else _external_run_file(Path(params.retrieve.run), recorded,
+    ranked_with = store.read_provenance(passages / RUN_PARAMS_FILE, producer=written_by(PASSAGES))
+    external_run = None if kind.ranks_chunks else _external_run_file(Path(params.retrieve.run), ranked_with,
                                                                   passages / RUN_PARAMS_FILE)
+    recorded = dict(ranked_with.params)
     if "chunk" in reported:
-        recorded = {**recorded, "chunk": _section(read_json(chunking, producer=written_by(CHUNKING)), "chunk",
-                                                  chunking)}
+        recorded["chunk"] = _section(store.read_provenance(chunking, producer=written_by(CHUNKING)), "chunk",
+                                     chunking)
     # The records hold floats as every JSON artifact does, at FLOAT_DIGITS decimals: so does run.json.
     _check_params(params, round_floats(reported), recorded)
-    sources = read_json(span_sources, producer=written_by(SPAN_SOURCES))
+    sources = store.read_provenance(span_sources, producer=written_by(SPAN_SOURCES))
     try:
         metadata = RunMetadata(
-            corpus_hash=sources["corpus_hash"],
-            judgments_hash=sources["judgments_hash"],
+            corpus_hash=sources.inputs["corpus"],
+            judgments_hash=sources.inputs["judgments"],
             params=reported,
             groundkit_version=__version__,
             external_run=external_run,
@@ -169,11 +168,11 @@ to run again when params.yaml no longer agrees (the retrieve stage checked the i
 records against the params it copied into its record)."""
 
 
-def _section(document: object, name: str, path: Path) -> object:
-    if not isinstance(document, dict) or name not in document:
+def _section(record: Provenance, name: str, path: Path) -> object:
+    if name not in record.params:
         raise ArtifactError(path, f"does not record the {name} params; it was edited by hand",
-                            fix=f"re-run the {written_by(CHUNKING)} stage")
-    return document[name]
+                            fix=f"re-run the {record.stage} stage")
+    return record.params[name]
 
 
 def _check_params(params: Params, reported: dict[str, Any], recorded: dict[str, Any]) -> None:
@@ -195,17 +194,17 @@ def _check_params(params: Params, reported: dict[str, Any], recorded: dict[str, 
                                   "(with groundkit run: run it again)")
 
 
-def _external_run_file(path: Path, recorded: dict[str, Any], record: Path) -> ExternalRunFile:
+def _external_run_file(path: Path, recorded: Provenance, record: Path) -> ExternalRunFile:
     """Name and SHA-256 of the external run the retrieve stage read: run.json says which file it measured.
 
     Refused when the file there now holds other bytes: DVC records the file as it is now, so the run would
     stand for a file it was not read from.
     """
-    try:
-        ranked = ExternalRunFile.model_validate(recorded.get("external_run"))
-    except ValueError:
+    if len(recorded.inputs) != 1:
         raise ArtifactError(record, "does not record the external run's SHA-256",
-                            fix=f"re-run the {written_by(PASSAGES)} stage") from None
+                            fix=f"re-run the {written_by(PASSAGES)} stage")
+    ((name, sha256),) = recorded.inputs.items()
+    ranked = ExternalRunFile(name=name, sha256=sha256)
     try:
         digest = file_sha256(path)
     except OSError as exc:

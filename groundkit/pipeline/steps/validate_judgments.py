@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit._atomic import atomic_write_text
-from groundkit._lines import dumps_json
+from groundkit.artifacts.atomic import atomic_write_text
+from groundkit.artifacts.lines import dumps_json
 from groundkit.corpus.audit import audit, check_audit, render
 from groundkit.corpus.judgments import Category
 

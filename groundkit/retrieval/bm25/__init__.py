@@ -49,7 +49,6 @@ stage can check that the index was built with the params it reports.
 """
 
 from groundkit.retrieval.bm25.build import (
-    GlobalStats,
     SegmentCounts,
     SegmentSummary,
     count_segment,
@@ -68,6 +67,7 @@ from groundkit.retrieval.bm25.format import (
     read_index,
 )
 from groundkit.retrieval.bm25.search import BM25Index, IndexRanker, load_for, merge_top, query_terms, ranker, top_k
+from groundkit.retrieval.bm25.stats import GlobalStats
 
 __all__ = [
     "FORMAT",

@@ -10,21 +10,20 @@ through the format's one writer.
 
 from __future__ import annotations
 
-import math
 import shutil
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain, count, islice, pairwise
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
-from groundkit._progress import bar
-from groundkit._seals import Digest, file_sha256
+from groundkit.artifacts.seals import Digest, file_sha256
 from groundkit.config import TokenizeParams
+from groundkit.console.progress import bar
 from groundkit.corpus.tokenizing import Tokenizer, make_tokenizer
 from groundkit.retrieval.bm25.format import (
     _BLOCK,
@@ -34,6 +33,7 @@ from groundkit.retrieval.bm25.format import (
     Segment,
     _segment_folder,
 )
+from groundkit.retrieval.bm25.stats import GlobalStats
 
 
 @lru_cache(maxsize=8)
@@ -207,50 +207,6 @@ def count_segment(texts: Iterable[str], tokenizer: TokenizeParams | None = None,
     (spill / "vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
     return SegmentCounts(first_row=first_row, tokenizer=tokenizer, lengths=None, vocab=None, df=None, blocks=[],
                          spill=spill, sizes=sizes)
-
-
-def _lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
-    """float32 idf per term, through ``math.log`` as bm25s does (numpy's log may differ in the last bit)."""
-    values, inverse = np.unique(df, return_inverse=True)
-    idf = np.array([math.log(1 + (n_docs - int(d) + 0.5) / (int(d) + 0.5)) for d in values], dtype=np.float64)
-    return idf.astype(np.float32)[inverse]
-
-
-@dataclass(frozen=True, eq=False)
-class GlobalStats:
-    """Exact corpus statistics, merged from every segment's summary.
-
-    Attributes:
-        vocab: Every term, sorted; a term's position is its global id.
-        df: Rows holding each term (int64).
-        n_docs: Rows in the corpus.
-        total_tokens: Tokens in the corpus.
-        tokenizer: The tokenizer every segment was counted with.
-    """
-
-    vocab: list[str]
-    df: np.ndarray
-    n_docs: int
-    total_tokens: int
-    tokenizer: TokenizeParams
-    # first_row -> global id of each term of that segment's vocab, known from the merge; weighing a
-    # segment looks its terms up in term_ids when it is not here.
-    segment_terms: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
-
-    @property
-    def avgdl(self) -> float:
-        """Mean tokens per row; the integer sum is exact, so this equals bm25s's ``lengths.mean()``."""
-        return self.total_tokens / self.n_docs if self.n_docs else 0.0
-
-    @cached_property
-    def idf(self) -> np.ndarray:
-        """Lucene idf per term (float32)."""
-        return _lucene_idf(self.df, self.n_docs)
-
-    @cached_property
-    def term_ids(self) -> dict[str, int]:
-        """Term -> global id."""
-        return dict(zip(self.vocab, range(len(self.vocab)), strict=True))
 
 
 class _StatsMerger:

@@ -20,14 +20,14 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from groundkit._atomic import atomic_directory, atomic_write_text
-from groundkit._lines import dumps_json, read_json
-from groundkit._seals import Digest, file_sha256
+from groundkit.artifacts.atomic import atomic_directory, atomic_write_text
+from groundkit.artifacts.lines import dumps_json, read_json
+from groundkit.artifacts.seals import Digest, file_sha256
 from groundkit.config import TokenizeParams
 from groundkit.errors import ArtifactError
 
 if TYPE_CHECKING:
-    from groundkit.retrieval.bm25.build import GlobalStats
+    from groundkit.retrieval.bm25.stats import GlobalStats
 
 
 # /3: rows cut into segments (one folder of arrays each) and a row table of arrays instead of rows.json.

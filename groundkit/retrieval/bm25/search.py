@@ -12,20 +12,22 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from groundkit._lines import round_floats
-from groundkit._seals import Digest, file_sha256
+from groundkit.artifacts.lines import round_floats
+from groundkit.artifacts.seals import Digest, file_sha256
 from groundkit.config import TokenizeParams
 from groundkit.corpus.passage import Chunk
 from groundkit.errors import ParamsError
-from groundkit.retrieval.bm25.build import SEGMENT_ROWS, GlobalStats, _count_all, _tokenizer_for, weigh_segment
+from groundkit.retrieval.bm25.build import SEGMENT_ROWS, _count_all, _tokenizer_for, weigh_segment
 from groundkit.retrieval.bm25.format import _STAGE, IndexWriter, Segment, _RowTable, _select, read_index
-from groundkit.retrieval.kinds import RetrieverKind, Run, Sources
+from groundkit.retrieval.bm25.stats import GlobalStats
+from groundkit.retrieval.ports import Run, Sources
 
 if TYPE_CHECKING:
     from groundkit.config import Params
-    from groundkit.execution import Engine
+    from groundkit.retrieval.kinds import RetrieverKind
+    from groundkit.retrieval.ports import Engine, SegmentedIndex
 
-def query_terms(index_or_stats: BM25Index | GlobalStats, query: str) -> np.ndarray:
+def query_terms(index_or_stats: SegmentedIndex | GlobalStats, query: str) -> np.ndarray:
     """Global term ids of ``query``'s tokens (int64), in query order, repeats kept, unknown tokens dropped."""
     ids = index_or_stats.term_ids
     tokens = _tokenizer_for(index_or_stats.tokenizer)(query)

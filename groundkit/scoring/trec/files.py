@@ -14,7 +14,7 @@ reading: it reads ``1.5`` as 1, groundkit refuses it). Blank lines (spaces and t
 name a document once in a run and once in qrels; trec_eval refuses a run that repeats one too.
 
 Reading is in bulk. The bytes are read once, for their SHA-256 and to be parsed; they must follow the policy of
-every file a user hands groundkit (UTF-8 without byte order mark, LF line endings: groundkit/_text.py says
+every file a user hands groundkit (UTF-8 without byte order mark, LF line endings: groundkit/inputs/text.py says
 why); pandas' C reader parses them into columns, and the ids are factorised into integer codes, so nothing is
 built per line but the strings of the ids. Before that the first non-blank line is checked on its own, so a
 file that is not a run at all (a gigabyte of something else) is refused at once. Whatever the bulk read
@@ -37,9 +37,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from groundkit._text import decode_utf8_lf
 from groundkit.corpus.judgments import MAX_GRADE
 from groundkit.errors import InputError, JudgmentsError, RunFileError
+from groundkit.inputs.text import decode_utf8_lf
 
 RUN_FIX = ("write one line per retrieved document: query_id Q0 document_id rank score tag (six fields separated "
            "by spaces or tabs, the score a number), as trec_eval reads a run")

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groundkit import __version__
-from groundkit._atomic import atomic_write_text
-from groundkit._lines import dumps_json
-from groundkit._outputs import output_folder
-from groundkit._progress import bar
+from groundkit._version import __version__
+from groundkit.artifacts.atomic import atomic_write_text
+from groundkit.artifacts.lines import dumps_json
+from groundkit.artifacts.outputs import output_folder
+from groundkit.console.progress import bar
 from groundkit.corpus.judgments import Category
 from groundkit.errors import JudgmentsError, RunFileError
 from groundkit.scoring.schema import DOCUMENT_LEVEL, PER_QUERY_FIELDS, ExternalRunFile, RunMetadata
@@ -64,7 +64,7 @@ def score_trec(run_file: str | Path, qrels_file: str | Path, out: str | Path, *,
     ``empty_qrels_as_no_answer``.
 
     ``out`` is checked before anything is read, and written in one step when everything succeeded
-    (groundkit/_outputs.py).
+    (groundkit/artifacts/outputs.py).
 
     Raises:
         RunFileError, JudgmentsError: a bad line of the run or the qrels (or qrels that judge nothing relevant).

@@ -7,7 +7,7 @@ store), and an ``OSError`` names the artifact, not the temporary file it was wri
 
 Durability: each file is ``fsync``ed before it is renamed into place, except inside a scratch folder
 that :func:`synced_later` covers, where a background thread syncs each file as it is finished and
-the folder's owner waits for all of them before publishing the folder (groundkit/_outputs.py).
+the folder's owner waits for all of them before publishing the folder (groundkit/artifacts/outputs.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TypeVar
 
-from groundkit._seals import seal_path, seal_text
+from groundkit.artifacts.seals import seal_path, seal_text
 
 T = TypeVar("T")
 

@@ -1,8 +1,9 @@
-"""Step report: the HTML report of the run just scored, beside its metrics.
+"""The report stage's step: the HTML report of the run just scored, beside its metrics.
 
 It reads what the score stage wrote and the artifacts the run was scored from, and renders the
-page of groundkit/reports/html.py. This step belongs to the reports layer (tests/test_house.py
-places it there): the stage table names it as a string, so the pipeline imports it only by name.
+page of groundkit/reports/html.py. It lives with the reports, not with the pipeline's steps: the
+stage table (groundkit/pipeline/stages.py) names it as a dotted string, an entry point the runner
+and the DVC entry point import by name, so no pipeline module imports reports.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groundkit._atomic import atomic_write_text
+from groundkit.artifacts.atomic import atomic_write_text
 from groundkit.errors import ArtifactError
 from groundkit.pipeline.stages import PASSAGES_FILE, PER_QUERY, RUN_METADATA, written_by
 from groundkit.reports.evidence import read_files

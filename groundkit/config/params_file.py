@@ -2,7 +2,7 @@
 
 DVC reads params.yaml with ruamel.yaml (YAML 1.2) and ``dvc exp run -S`` values with Hydra's grammar;
 PyYAML (YAML 1.1) words the messages of a file DVC's reader refuses (a key written twice, by line).
-groundkit/config.py validates what this module reads.
+groundkit/config/__init__.py validates what this module reads.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from groundkit._suggest import near_path_text
 from groundkit.errors import DuplicateKeyError, ParamsError
+from groundkit.inputs.suggest import near_path_text
 
 __all__ = ["PATH_KEYS", "apply_overrides", "read_params_file"]
 

@@ -3,7 +3,7 @@
 Writers are deterministic: sorted keys, floats at ``FLOAT_DIGITS`` decimals, LF line endings. Readers
 validate every record and report the line of the first bad one: an artifact that was truncated or edited
 by hand is an error, not something to skip. A line-oriented artifact a later stage reads is sealed
-(groundkit/_seals.py) and checked against its seal before any record is handed out.
+(groundkit/artifacts/seals.py) and checked against its seal before any record is handed out.
 
 These are the plain readers and writers: each read hashes and parses the file. One ``groundkit run``
 reads through its store instead (groundkit/pipeline/store.py), which hands back what the run itself
@@ -25,10 +25,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from groundkit._atomic import atomic_write_bytes
-from groundkit._seals import Digest, check_seal, file_sha256
-from groundkit._validation import describe
+from groundkit.artifacts.atomic import atomic_write_bytes
+from groundkit.artifacts.seals import Digest, check_seal, file_sha256
 from groundkit.errors import ArtifactError
+from groundkit.inputs.validation import describe
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -35,8 +35,8 @@ import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from groundkit._atomic import atomic_write_text, new_directory, relocated, synced_later
-from groundkit._lines import dumps_json
+from groundkit.artifacts.atomic import atomic_write_text, new_directory, relocated, synced_later
+from groundkit.artifacts.lines import dumps_json
 from groundkit.errors import OutputError
 
 MARKER = ".groundkit-output"

@@ -17,11 +17,11 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
-from groundkit._globs import checked_patterns
-from groundkit._models import StrictRecord
-from groundkit._params_file import apply_overrides, read_params_file
-from groundkit._validation import describe
+from groundkit.artifacts.models import StrictRecord
+from groundkit.config.params_file import apply_overrides, read_params_file
 from groundkit.errors import FixableValueError, ParamsError
+from groundkit.inputs.globs import checked_patterns
+from groundkit.inputs.validation import describe
 from groundkit.retrieval.kinds import SECTIONS, Need, RetrieverKind, parse
 from groundkit.scoring.names import Cutoff, split_name
 
@@ -59,7 +59,8 @@ def _quotable_path(value: str, key: str) -> str:
 
 class CorpusParams(_Section):
     """Where the documents and the judgments live (paths relative to the repo), and which files are documents:
-    those an ``include`` glob pattern selects (all, when it is empty) and no ``exclude`` one (groundkit/_globs.py).
+    those an ``include`` glob pattern selects (all, when it is empty) and no ``exclude`` one
+    (groundkit/inputs/globs.py).
 
     Attributes:
         root: The folder of documents; every regular file under it (names starting with ``.`` skipped) that the
@@ -178,7 +179,7 @@ class RetrieveParams(_Section):
             the whole collection for every query, with a run file to match.
         retriever: ``bm25`` (the baseline), ``dense``, ``hybrid`` (reciprocal rank fusion of the
             two), ``external`` (read the ranked passages in ``run`` instead of retrieving), or
-            ``python:MODULE:FACTORY`` for a retriever of your own (see groundkit/retrieval/kinds.py).
+            ``python:MODULE:FACTORY`` for a retriever of your own (see groundkit/retrieval/ports.py).
             Parsed once, on validation: :attr:`kind` is the object everything else asks.
         run: The external run file (JSONL) read when ``retriever`` is ``external``.
         options: Handed as they are to a ``python:`` retriever's factory, ``FACTORY(chunks, options)``: its keys

@@ -21,8 +21,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from types import FrameType
 
-from groundkit._text import terminal_text
 from groundkit.errors import GroundkitError, Terminated
+from groundkit.inputs.text import terminal_text
 
 EXIT_ERROR = 1
 EXIT_INTERNAL = 3
@@ -57,7 +57,8 @@ def describe_os_error(exc: OSError) -> str:
 
 
 def _shown(message: str) -> str:
-    """A message for the terminal: its lines kept, any text it quotes from outside escaped (groundkit/_text.py)."""
+    """A message for the terminal: its lines kept, any text it quotes from outside escaped
+    (groundkit/inputs/text.py)."""
     return "\n".join(terminal_text(line) for line in message.split("\n"))
 
 

@@ -10,8 +10,7 @@ run was scored from can show why. They lie where the run was made:
   experiment was reproduced on this machine, and not otherwise.
 
 Artifacts that are found are checked against the run before they are shown: the first gold rank
-recomputed from them, under the relevance rule the run was scored with (``score.min_overlap`` in its
-run.json, as score wrote it), must equal per_query.csv's for every query, so a ``build/`` left behind by
+recomputed from them must equal per_query.csv's for every query, so a ``build/`` left behind by
 another experiment is never shown as this run's. What cannot be found or does not match is
 returned as a reason, and the report says it. Relevance is never decided here: a passage is
 relevant by the rule the score stage applied (``score.min_overlap``, as its run.json records it,
@@ -200,17 +199,16 @@ def _document_level(folder: Path) -> bool:
 
 
 def mismatch(evidence: Evidence, query_ids: Sequence[str], first_gold_rank: Sequence[float],
-             context: Mapping[int, Sequence[float]] | None = None, *, min_overlap: float = 0.0) -> str | None:
+             context: Mapping[int, Sequence[float]] | None = None) -> str | None:
     """Why ``evidence`` is not the run behind these per-query figures, or None when every one agrees.
 
     ``first_gold_rank`` is per_query.csv's column; ``context`` maps k to its ``chars@k`` column
-    (NaN for no-answer queries), which tells apart two runs that found gold at the same ranks; ``min_overlap`` is
-    the ``score.min_overlap`` the run was scored with (its run.json).
+    (NaN for no-answer queries), which tells apart two runs that found gold at the same ranks.
     """
     for i, (query_id, expected) in enumerate(zip(query_ids, first_gold_rank, strict=True)):
         if query_id not in evidence.judgments:
             return f"its judgments lack query {query_id!r}"
-        found = evidence.first_gold_rank(query_id, min_overlap=min_overlap)
+        found = evidence.first_gold_rank(query_id)
         if (None if math.isinf(expected) else int(expected)) != found:
             return (f"they give query {query_id!r} a first gold rank of {found or 'none'}, per_query.csv "
                     f"{'none' if math.isinf(expected) else int(expected)}: they are from another run")

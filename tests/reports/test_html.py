@@ -210,17 +210,17 @@ def test_a_run_scored_under_min_overlap_is_shown_with_its_own_passages(tiny, mon
     from groundkit.scoring.measures import ANY_OVERLAP
 
     monkeypatch.chdir(tiny["root"])
-    strict = _run(tiny["root"] / "corpus", tiny["root"] / "judgments.jsonl", tiny["root"] / "strict",
+    strict = _run(tiny["root"] / "corpus", tiny["root"] / "judgments.jsonl", tiny["root"] / "strict-overlap",
                   "chunk.size=60", "chunk.overlap=30", "score.min_overlap=0.9")
-    side = read_input("strict", Path.cwd())
+    side = read_input("strict-overlap", Path.cwd())
     assert side.note is None and side.evidence is not None
     q1 = side.side.per_query.position["q1"]
     assert side.side.per_query.first_gold_rank[q1] == 2  # under min_overlap 0.9; by any overlap it would be 1
     assert replace(side.evidence, relevance=ANY_OVERLAP).first_gold_rank("q1") == 1
     data = page_data(side, None, None)
     assert data["notes"] == [] and data["queries"][0]["top"], data["notes"]
-    assert main(["report", str(strict), "--out", str(tiny["root"] / "strict.html")]) == 0
-    assert "from another run" not in (tiny["root"] / "strict.html").read_text(encoding="utf-8")
+    assert main(["report", str(strict), "--out", str(tiny["root"] / "strict-overlap.html")]) == 0
+    assert "from another run" not in (tiny["root"] / "strict-overlap.html").read_text(encoding="utf-8")
 
 
 def test_a_run_at_min_overlap_0_9_gets_a_report_that_shows_its_passages(tiny, monkeypatch):

@@ -5,12 +5,15 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
+from groundkit._models import assembled
 from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Excerpt, Passage, PassageLocator, content_id
 from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
-from groundkit.scoring.measures import ANY_OVERLAP, MEASURES, Cutoff, Metric, QueryRun, Relevance, score
-from groundkit.scoring.measures.mrr import first_gold_rank
+from groundkit.scoring.measures import ANY_OVERLAP, MEASURES, Metric, Relevance
 from groundkit.scoring.measures.recall import budget_needed
+from groundkit.scoring.providers import Labels, Retrieved, compute, head
 from groundkit.scoring.schema import QueryResult, StageResult
 
 BUDGET_CURVE = tuple(range(100, 4001, 100))
@@ -61,11 +64,9 @@ def score_run(
     """
     metrics = [MEASURES.parse(m) if isinstance(m, str) else m for m in metrics]
     locator = PassageLocator(universe) if universe is not None else None
-    cuts = [m.cut for m in metrics if m.cut is not None]
-    reach = _Reach(max((c.value for c in cuts if c.kind is Cutoff.RANK), default=0),
-                   max((c.value for c in cuts if c.kind is Cutoff.BUDGET), default=0))
-    results = []
+    results: list[QueryResult | None] = []
     qrels: dict[str, dict[str, int]] = {}
+    scored: list[tuple[int, ResolvedJudgment, Sequence[str], float | None]] = []
     for judgment in resolved:
         ranking = rankings.get(judgment.query_id, ())
         top = top_scores.get(judgment.query_id) if top_scores is not None and ranking else None
@@ -77,9 +78,25 @@ def score_run(
         else:
             gold = _unknown_universe_qrels(judgment, [passages[passage_id] for passage_id in ranking], relevance)
         qrels[judgment.query_id] = gold
-        head = reach.head(ranking, passages)
-        results.append(_query_result(judgment, ranking, gold, head, metrics, relevance, top))
-    return StageResult(measures=[m.name for m in metrics], queries=results), qrels
+        scored.append((len(results), judgment, ranking, top))
+        results.append(None)
+    retrieved = Retrieved([ranking for _, _, ranking, _ in scored], passages)
+    labels = Labels(list(qrels.values()), [judgment.spans for _, judgment, _, _ in scored], relevance)
+    values = compute(metrics, retrieved, labels)
+    names = [metric.name for metric in metrics]
+    rows = np.column_stack([values[name] for name in names]).tolist() if names else [[] for _ in scored]
+    for (at, judgment, ranking, top), gold, row in zip(scored, labels.qrels, rows, strict=True):
+        results[at] = assembled(QueryResult, {
+            "query_id": judgment.query_id, "query": judgment.query, "category": judgment.category,
+            "retrieved": len(ranking), "gold_chunks": len(gold), "first_gold_rank": _first_relevant(ranking, gold),
+            "metrics": dict(zip(names, row, strict=True)), "top_score": top})
+    return StageResult(measures=names, queries=results), qrels
+
+
+def _first_relevant(ranking: Sequence[str], gold: Mapping[str, int]) -> int | None:
+    """:func:`~groundkit.scoring.measures.mrr.first_gold_rank`, scanning the ranking (in C) for each relevant id."""
+    found = [ranking.index(item) for item in gold if item in ranking]
+    return min(found) + 1 if found else None
 
 
 def _graded(spans: Sequence[ResolvedSpan], locator: PassageLocator, relevance: Relevance) -> dict[str, int]:
@@ -90,28 +107,6 @@ def _graded(spans: Sequence[ResolvedSpan], locator: PassageLocator, relevance: R
             if span.grade > grades.get(passage.passage_id, 0) and relevance.holds(passage, span):
                 grades[passage.passage_id] = span.grade
     return grades
-
-
-class _Reach:
-    """How much of a ranking the cost measures read: the top ``k`` passages, and enough to fill ``budget`` characters.
-
-    Looking up every passage of a 100-deep ranking for 10,000 queries would dominate scoring; chars@k and
-    the budget walk never look past this head.
-    """
-
-    def __init__(self, k: int, budget: int) -> None:
-        self.k, self.budget = k, budget
-
-    def head(self, ranking: Sequence[str], passages: Mapping[str, Passage]) -> list[Passage]:
-        out: list[Passage] = []
-        used = 0
-        for rank, passage_id in enumerate(ranking, start=1):
-            if rank > self.k and used >= self.budget:
-                break
-            passage = passages[passage_id]
-            out.append(passage)
-            used += passage.length
-        return out
 
 
 def _unknown_universe_qrels(judgment: ResolvedJudgment, retrieved: Sequence[Excerpt],
@@ -137,23 +132,6 @@ def _unknown_universe_qrels(judgment: ResolvedJudgment, retrieved: Sequence[Exce
 def _no_answer_result(judgment: ResolvedJudgment, retrieved: int, top_score: float | None) -> QueryResult:
     return QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
                        retrieved=retrieved, gold_chunks=0, first_gold_rank=None, metrics={}, top_score=top_score)
-
-
-def _query_result(
-    judgment: ResolvedJudgment,
-    ranking: Sequence[str],
-    gold: dict[str, int],
-    passages: Sequence[Passage],
-    metrics: Sequence[Metric],
-    relevance: Relevance,
-    top_score: float | None,
-) -> QueryResult:
-    """Every metric of one answerable query: ``passages`` are those of (at least) the head of ``ranking``."""
-    run = QueryRun(ranking=ranking, gold=gold.keys(), passages=passages, spans=judgment.spans, grades=gold,
-                   relevance=relevance)
-    return QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
-                       retrieved=len(ranking), gold_chunks=len(gold),
-                       first_gold_rank=first_gold_rank(ranking, gold), metrics=score(metrics, run), top_score=top_score)
 
 
 CURVE_EVERY_K = 100
@@ -201,9 +179,10 @@ def budget_curve(
     answerable = [j for j in resolved if j.category is not Category.NO_ANSWER]
     if not answerable:
         return []
-    reach = _Reach(0, max(budgets, default=0))
-    needed = sorted(n for n in (budget_needed(reach.head(rankings.get(j.query_id, ()), passages), j.spans, relevance)
-                                for j in answerable) if n is not None)
+    budget = max(budgets, default=0)
+    heads = (head(rankings.get(j.query_id, ()), passages, 0, budget) for j in answerable)
+    needed = sorted(n for n in (budget_needed(passages_read, j.spans, relevance)
+                                for passages_read, j in zip(heads, answerable, strict=True)) if n is not None)
     return [{"budget_chars": b, "recall": bisect_right(needed, b) / len(answerable)} for b in budgets]
 
 

@@ -248,3 +248,25 @@ def test_scifact_every_query_scores_the_same_through_both_providers(windowed):
     ((metrics, retrieved, labels),) = calls
     assert len(retrieved) == 300 and sum(map(len, labels.qrels)) > 300  # overlapping windows: several per quote
     assert_agree([*metrics, *MEASURES.parse_all(EXTRA)], retrieved, labels)
+
+
+@pytest.mark.parametrize("params", [{}, {"tokenize": {"stemmer": "english", "stopwords": "en"}}])
+def test_scifact_top_passages_are_marked_as_word_by_word(windowed, params):
+    from tests.reports.test_highlighting import assert_same_marks
+
+    out, _ = windowed
+    texts = {}
+    for line in (out / "chunks.jsonl").read_text(encoding="utf-8").splitlines():
+        chunk = json.loads(line)
+        texts[chunk["chunk_id"]] = (chunk["text"][:2000], chunk["start_offset"])
+    queries = {}
+    for line in (out / "gold_spans.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        queries[record["query_id"]] = record["query"]
+    ranked: dict[str, list[str]] = {}
+    for line in (out / "run.trec").read_text(encoding="utf-8").splitlines():
+        query_id, _, chunk_id, *_ = line.split()
+        ranked.setdefault(query_id, []).append(chunk_id)
+    cases = [(queries[q], *texts[c]) for q, ids in ranked.items() for c in ids[:10]]
+    assert len(cases) == 3000 and any(not text.isascii() for _, text, _ in cases)
+    assert assert_same_marks(params, cases) > 15000

@@ -14,6 +14,7 @@ from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
 from groundkit.scoring.measures import ANY_OVERLAP, MEASURES, Metric, Relevance
 from groundkit.scoring.measures.recall import budget_needed
 from groundkit.scoring.providers import Labels, Retrieved, compute, head
+from groundkit.scoring.providers.vectorised import first_relevant
 from groundkit.scoring.schema import QueryResult, StageResult
 
 BUDGET_CURVE = tuple(range(100, 4001, 100))
@@ -63,7 +64,8 @@ def score_run(
     Returns the result and the graded qrels (answerable queries only).
     """
     metrics = [MEASURES.parse(m) if isinstance(m, str) else m for m in metrics]
-    locator = PassageLocator(universe) if universe is not None else None
+    answerable = [j for j in resolved if j.category is not Category.NO_ANSWER]
+    known = iter(graded_in(universe, [j.spans for j in answerable], relevance)) if universe is not None else None
     results: list[QueryResult | None] = []
     qrels: dict[str, dict[str, int]] = {}
     scored: list[tuple[int, ResolvedJudgment, Sequence[str], float | None]] = []
@@ -73,8 +75,8 @@ def score_run(
         if judgment.category is Category.NO_ANSWER:
             results.append(_no_answer_result(judgment, len(ranking), top))
             continue
-        if locator is not None:
-            gold = _graded(judgment.spans, locator, relevance)
+        if known is not None:
+            gold = next(known)
         else:
             gold = _unknown_universe_qrels(judgment, [passages[passage_id] for passage_id in ranking], relevance)
         qrels[judgment.query_id] = gold
@@ -85,18 +87,60 @@ def score_run(
     values = compute(metrics, retrieved, labels)
     names = [metric.name for metric in metrics]
     rows = np.column_stack([values[name] for name in names]).tolist() if names else [[] for _ in scored]
-    for (at, judgment, ranking, top), gold, row in zip(scored, labels.qrels, rows, strict=True):
+    firsts = first_relevant(retrieved, labels)
+    for (at, judgment, ranking, top), gold, row, first in zip(scored, labels.qrels, rows, firsts, strict=True):
         results[at] = assembled(QueryResult, {
             "query_id": judgment.query_id, "query": judgment.query, "category": judgment.category,
-            "retrieved": len(ranking), "gold_chunks": len(gold), "first_gold_rank": _first_relevant(ranking, gold),
+            "retrieved": len(ranking), "gold_chunks": len(gold), "first_gold_rank": first,
             "metrics": dict(zip(names, row, strict=True)), "top_score": top})
     return StageResult(measures=names, queries=results), qrels
 
 
-def _first_relevant(ranking: Sequence[str], gold: Mapping[str, int]) -> int | None:
-    """:func:`~groundkit.scoring.measures.mrr.first_gold_rank`, scanning the ranking (in C) for each relevant id."""
-    found = [ranking.index(item) for item in gold if item in ranking]
-    return min(found) + 1 if found else None
+def graded_in(universe: Sequence[Excerpt], spans: Sequence[Sequence[ResolvedSpan]],
+              relevance: Relevance) -> list[dict[str, int]]:
+    """:func:`_graded` of every query's ``spans`` over one universe of passages, for all queries at once.
+
+    The pairs of a span and a passage of its document that may overlap it are found with numpy (passages
+    sorted by document and start; one starting more than the document's longest passage before the span
+    cannot reach it), the rule is applied to them as arrays, and only the relevant pairs are visited in
+    Python, in the order :func:`_graded` visits them (spans in order, passages by offset), so each query's
+    grades are the same dict, keys in the same order. tests/scoring/test_score.py holds the two equal.
+    """
+    codes: dict[str, int] = {}
+    u_doc = np.array([codes.setdefault(p.document, len(codes)) for p in universe], dtype=np.int64)
+    u_start = np.array([p.start for p in universe], dtype=np.int64)
+    u_end = np.array([p.end for p in universe], dtype=np.int64)
+    counts = [len(group) for group in spans]
+    flat = [span for group in spans for span in group]
+    s_doc = np.array([codes.get(s.document, -1) for s in flat], dtype=np.int64)
+    s_start = np.array([s.start for s in flat], dtype=np.int64)
+    s_end = np.array([s.end for s in flat], dtype=np.int64)
+    s_grade = np.array([s.grade for s in flat], dtype=np.int64)
+    out: list[dict[str, int]] = [{} for _ in spans]
+    if not len(flat) or not len(universe):
+        return out
+    order = np.lexsort((u_end, u_start, u_doc))
+    scale = int(max(u_end.max(), s_end.max())) + 1
+    keys = u_doc[order] * scale + u_start[order]
+    longest = np.zeros(len(codes), dtype=np.int64)
+    np.maximum.at(longest, u_doc, u_end - u_start)
+    known = s_doc >= 0
+    reach = np.where(known, longest[np.maximum(s_doc, 0)], 0)
+    lo = np.searchsorted(keys, s_doc * scale + np.maximum(s_start - reach, 0))
+    hi = np.where(known, np.searchsorted(keys, s_doc * scale + s_end), lo)
+    width = hi - lo
+    span = np.repeat(np.arange(len(flat)), width)
+    passage = order[lo[span] + np.arange(int(width.sum())) - np.repeat(np.cumsum(width) - width, width)]
+    need = np.maximum(1, np.ceil(relevance.min_overlap * (s_end - s_start) - 1e-9)).astype(np.int64)[span]
+    holds = np.minimum(u_end[passage], s_end[span]) - np.maximum(u_start[passage], s_start[span]) >= need
+    query = np.repeat(np.arange(len(spans)), counts)
+    for q, p, grade in zip(query[span[holds]].tolist(), passage[holds].tolist(), s_grade[span[holds]].tolist(),
+                           strict=True):
+        grades = out[q]
+        passage_id = universe[p].passage_id
+        if grade > grades.get(passage_id, 0):
+            grades[passage_id] = grade
+    return out
 
 
 def _graded(spans: Sequence[ResolvedSpan], locator: PassageLocator, relevance: Relevance) -> dict[str, int]:

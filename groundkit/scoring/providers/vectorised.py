@@ -21,6 +21,7 @@ are the same ``math.log2`` values, so in practice they are the same floats.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -93,7 +94,21 @@ class Ranked:
 
     @classmethod
     def from_labels(cls, retrieved: Retrieved, labels: Labels) -> Ranked:
-        """The relevant rows of ``retrieved``'s rankings under ``labels``' qrels."""
+        """The relevant rows of ``retrieved``'s rankings under ``labels``' qrels.
+
+        The last pair's rows are kept while both objects live (weak references), so the measures and
+        :func:`first_relevant` of one scoring call look the rankings through once. The invariant: a Retrieved
+        and a Labels are not changed once made (frozen dataclasses; their sequences are not edited in place).
+        """
+        global _last
+        if _last is not None and _last[0]() is retrieved and _last[1]() is labels:
+            return _last[2]
+        ranked = cls._built(retrieved, labels)
+        _last = (weakref.ref(retrieved), weakref.ref(labels), ranked)
+        return ranked
+
+    @classmethod
+    def _built(cls, retrieved: Retrieved, labels: Labels) -> Ranked:
         query: list[int] = []
         rank: list[int] = []
         grade: list[int] = []
@@ -111,6 +126,15 @@ class Ranked:
                       np.array(grade, dtype=np.int64), np.repeat(np.arange(len(relevant)), relevant),
                       np.fromiter(chain.from_iterable(q.values() for q in labels.qrels), dtype=np.int64,
                                   count=sum(relevant)))
+
+
+_last: tuple[weakref.ref[Retrieved], weakref.ref[Labels], Ranked] | None = None
+
+
+def first_relevant(retrieved: Retrieved, labels: Labels) -> list[int | None]:
+    """Each query's rank of its first relevant id (None for none): per_query.csv's ``first_gold_rank``."""
+    first = Ranked.from_labels(retrieved, labels).first.tolist()
+    return [rank or None for rank in first]
 
 
 def _discounts(k: int) -> np.ndarray:

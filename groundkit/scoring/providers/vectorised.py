@@ -184,8 +184,12 @@ class Read:
         credited: Gold characters read through each row, each counted once: the union of what was read.
         gold: Each query's gold characters (the union of its spans).
         segments: The gold segments some row reads, as (query, rank first reading it, start, end).
-        span_first: Each distinct gold span's query and the first rank relevant to it (``_NONE`` for none).
-        needed: Each query's smallest budget at which ``recall`` is 1 (``_NONE`` for none).
+        span_query, span_first: Each distinct gold span's query, and the first rank relevant to it under the
+            run's rule (``_NONE`` for none).
+        spans: Distinct gold spans per query.
+        needed: Each query's smallest budget at which ``recall`` is 1 (``_NONE`` for none): the least, over the
+            pairs of a passage and a span it is relevant to, of the characters read before the passage, then up
+            to the span's start, then the overlap the rule needs (recall.budget_needed's walk, as arrays).
     """
 
     n: int

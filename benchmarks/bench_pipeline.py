@@ -47,9 +47,15 @@ COPY = ("import os, sys; os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True
 LAST = ("import os, sys; os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True); "
         "open(sys.argv[1]).read(); open(sys.argv[2], 'w').write('{}')")
 FLOOR_DVC_YAML = f"""stages:
+  check-inputs:
+    cmd: python -c "{COPY}" params.yaml build/inputs.json
+    params: [corpus, retrieve.run]
+    outs:
+      - build/inputs.json:
+          cache: false
   validate-judgments:
     cmd: python -c "{COPY}" evals/judgments.jsonl build/validation.json
-    deps: [evals/judgments.jsonl, evals/corpus]
+    deps: [evals/judgments.jsonl, evals/corpus, build/inputs.json]
     params: [corpus, audit]
     outs: [build/validation.json]
   resolve-spans:
@@ -136,7 +142,7 @@ def groundkit_repo(dest: Path, rev: str | None) -> Path:
 
 
 def floor_repo(dest: Path) -> Path:
-    """Six trivial stages with groundkit's dependency chain, corpus, judgments and params."""
+    """Trivial stages with groundkit's dependency chain (check-inputs included), corpus, judgments and params."""
     dest.mkdir(parents=True)
     shutil.copytree(REPO / "evals", dest / "evals")
     shutil.copy2(REPO / "params.yaml", dest / "params.yaml")

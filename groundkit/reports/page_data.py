@@ -12,8 +12,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import accumulate, compress, repeat
-from operator import add
+from itertools import accumulate, compress
 from pathlib import Path
 from typing import Any
 
@@ -264,17 +263,22 @@ class _Terms:
 
     def ranges(self, query: str, text: str, offset: int) -> list[list[int]]:
         if text.isascii():
-            # For ASCII text, \\w is [A-Za-z0-9_]: every other character becomes one space to split on, so part i
-            # (a word, or empty between two separators) ends one character before the running sum of len + 1.
-            parts = text.translate(_ASCII_SEPARATORS).split(" ")
-            words = set(parts)
-            words.discard("")
-            marked = self._marked(query, words)
+            # For ASCII text, \\w is [A-Za-z0-9_]: every other character becomes a space, so the words are what
+            # str.split() returns, and each marked word is found between two spaces by str.find, in C.
+            spaced = text.translate(_ASCII_SEPARATORS)
+            marked = self._marked(query, set(spaced.split()))
             if not marked:
                 return []
-            ends = accumulate(map(add, map(len, parts), repeat(1)))
-            return [[offset + end - 1 - len(word), offset + end - 1]
-                    for word, end in compress(zip(parts, ends, strict=True), map(marked.__contains__, parts))]
+            padded = f" {spaced} "
+            found = []
+            for word in marked:
+                needle = f" {word} "
+                at = padded.find(needle)
+                while at >= 0:  # `at` is the space before the word: the word's offset in the text
+                    found.append([offset + at, offset + at + len(word)])
+                    at = padded.find(needle, at + len(word) + 1)
+            found.sort()
+            return found
         parts = _SPLIT.split(text)  # text before the first word, a word, what separates it from the next, ...
         words_of = parts[1::2]
         marked = self._marked(query, set(words_of))

@@ -55,6 +55,13 @@ def clone_working_tree(dest: Path) -> Path:
     return dest
 
 
+def copy_of(repo: Path, dest: Path) -> Path:
+    """A copy of a repository a test already reproduced, its DVC cache and outputs included: a test that needs a
+    reproduced pipeline to edit starts from it, not from a fresh clone and a full ``dvc repro`` of its own."""
+    shutil.copytree(repo, dest, symlinks=True)
+    return dest
+
+
 def repro(
     cwd: Path, *args: str, check: bool = True, **extra_env: str
 ) -> tuple[set[str], subprocess.CompletedProcess[str]]:

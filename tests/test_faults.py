@@ -91,9 +91,9 @@ def _exp_metrics(repo: Path) -> dict[str, dict]:
 # installed groundkit (here an editable install of another checkout), never the tree under test.
 INSTALLED_ONLY = {"PYTHONPATH": ""}
 
-# Appended to groundkit/scoring/measures/mrr.py, this later definition is the one its measure calls.
-MRR_IS_ZERO = "\n\ndef mrr(ranking, gold):\n    return 0.0\n"
-METRICS_PY = Path("groundkit/scoring/measures/mrr.py")
+# Appended to the vectorised provider (which scores mrr), these later definitions are the ones it calls.
+MRR_IS_ZERO = "\n\ndef _reciprocal_rank(r, k):\n    return np.zeros(r.n)\n\n\nVECTORISED = VectorisedProvider()\n"
+METRICS_PY = Path("groundkit/scoring/providers/vectorised.py")
 
 
 def _committed_metrics(repo: Path) -> dict:

@@ -215,3 +215,58 @@ def test_scifact_bm25_matches_independent_implementations_and_the_record(
     assert metrics["ndcg@10"] == pytest.approx(measured["nDCG@10"], abs=5e-5)
     full_rr = ir_measures.calc_aggregate([RR], qrels, run)[RR]
     assert metrics["mrr"] == pytest.approx(full_rr, abs=5e-5)
+
+
+@pytest.fixture(scope="module")
+def windowed(imported: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
+    """SciFact cut in overlapping windows (600 characters, 200 shared), run in process; what its scoring was
+    given (the metrics, the retrieved passages and the labels) is kept for the tests."""
+    import groundkit.scoring.score as score_module
+    from groundkit.cli import main
+    from groundkit.scoring.providers import compute
+
+    calls: list = []
+
+    def kept(metrics, retrieved, labels, using=None):
+        calls.append((metrics, retrieved, labels))
+        return compute(metrics, retrieved, labels, using)
+
+    out = tmp_path_factory.mktemp("scifact-windows") / "run"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(score_module, "compute", kept)
+        assert main(["run", "--corpus", str(imported / "corpus"), "--judgments", str(imported / "judgments.jsonl"),
+                     "--out", str(out), "--set", "chunk.size=600", "--set", "chunk.overlap=200",
+                     "--set", "audit.max_trivial_share=1.0"]) == 0
+    return out, calls
+
+
+def test_scifact_every_query_scores_the_same_through_both_providers(windowed):
+    from groundkit.scoring.measures import MEASURES
+    from tests.scoring.test_providers import EXTRA, assert_agree
+
+    _, calls = windowed
+    ((metrics, retrieved, labels),) = calls
+    assert len(retrieved) == 300 and sum(map(len, labels.qrels)) > 300  # overlapping windows: several per quote
+    assert_agree([*metrics, *MEASURES.parse_all(EXTRA)], retrieved, labels)
+
+
+@pytest.mark.parametrize("params", [{}, {"tokenize": {"stemmer": "english", "stopwords": "en"}}])
+def test_scifact_top_passages_are_marked_as_word_by_word(windowed, params):
+    from tests.reports.test_highlighting import assert_same_marks
+
+    out, _ = windowed
+    texts = {}
+    for line in (out / "chunks.jsonl").read_text(encoding="utf-8").splitlines():
+        chunk = json.loads(line)
+        texts[chunk["chunk_id"]] = (chunk["text"][:2000], chunk["start_offset"])
+    queries = {}
+    for line in (out / "gold_spans.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        queries[record["query_id"]] = record["query"]
+    ranked: dict[str, list[str]] = {}
+    for line in (out / "run.trec").read_text(encoding="utf-8").splitlines():
+        query_id, _, chunk_id, *_ = line.split()
+        ranked.setdefault(query_id, []).append(chunk_id)
+    cases = [(queries[q], *texts[c]) for q, ids in ranked.items() for c in ids[:10]]
+    assert len(cases) == 3000 and any(not text.isascii() for _, text, _ in cases)
+    assert assert_same_marks(params, cases) > 15000

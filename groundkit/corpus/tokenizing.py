@@ -31,6 +31,7 @@ import importlib.util
 import re
 from collections.abc import Callable, Sequence
 from functools import cache
+from itertools import chain, islice
 from pathlib import Path
 from types import ModuleType
 
@@ -40,6 +41,9 @@ _WORD = re.compile(r"\w+")
 
 Tokenizer = Callable[[str], Sequence[str]]
 """A tokenizer: a list of tokens, or inside a run a tuple shared by every step that asks (never to be changed)."""
+
+WordTokenizer = Callable[[Sequence[str]], list[tuple[str, ...]]]
+"""Many words (``\\w+`` runs) at once: each one's tokens."""
 
 # For ASCII text, \w is exactly [A-Za-z0-9_]: lower-casing those and turning
 # every other character into a space lets str.split() find the same tokens,
@@ -90,22 +94,48 @@ def make_tokenizer(params: TokenizeParams | None = None) -> Tokenizer:
 
 def make_content_tokenizer(params: TokenizeParams | None = None) -> Tokenizer:
     """The tokenizer ``params`` describe, less English function words: the words that carry content."""
+    return _content(params)
+
+
+def make_content_word_tokenizer(params: TokenizeParams | None = None) -> WordTokenizer:
+    """For each of many words (each a ``\\w+`` run as written), what :func:`make_content_tokenizer` gives for it
+    lower-cased, in one pass with one call of the stemmer: the report marks a passage's words by it."""
+    return _content(params).words
+
+
+def _content(params: TokenizeParams | None) -> _Filtered:
     stop = _stopwords("en_plus")
     if params is not None and params.stopwords != "none":
         stop |= _stopwords(params.stopwords)
     return _filtered(stop, params.stemmer if params is not None else "none")
 
 
-def _filtered(stop: frozenset[str], stemmer: str) -> Tokenizer:
+class _Filtered:
     """``tokenize``, then drop ``stop``, then stem (Lucene's order)."""
+
+    def __init__(self, stop: frozenset[str], stem_words: Callable[[list[str]], list[str]] | None) -> None:
+        self._stop, self._stem_words = stop, stem_words
+
+    def __call__(self, text: str) -> list[str]:
+        tokens = [t for t in tokenize(text) if t not in self._stop]
+        return self._stem_words(tokens) if self._stem_words is not None else tokens
+
+    def words(self, words: Sequence[str]) -> list[tuple[str, ...]]:
+        """``tuple(self(word.lower()))`` for each of ``words``, each a ``\\w+`` run: an ASCII one lower-cased is
+        its own one token, so only the others are tokenized, and the stemmer is called once."""
+        stop = self._stop
+        kept = [(() if w in stop else (w,)) if w.isascii() else tuple(t for t in tokenize(w) if t not in stop)
+                for w in map(str.lower, words)]
+        if self._stem_words is None:
+            return kept
+        stems = iter(self._stem_words(list(chain.from_iterable(kept))))
+        return [tuple(islice(stems, len(tokens))) for tokens in kept]
+
+
+def _filtered(stop: frozenset[str], stemmer: str) -> _Filtered:
     stem_words: Callable[[list[str]], list[str]] | None = None
     if stemmer != "none":
         import Stemmer
 
         stem_words = Stemmer.Stemmer(stemmer).stemWords
-
-    def configured(text: str) -> list[str]:
-        tokens = [t for t in tokenize(text) if t not in stop]
-        return stem_words(tokens) if stem_words is not None else tokens
-
-    return configured
+    return _Filtered(stop, stem_words)

@@ -60,10 +60,7 @@ def _parser(installed: bool) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
     """Run the stage ``argv`` names; ``installed`` for ``groundkit stage`` (the installed groundkit)."""
-    from groundkit.config import load_params
     from groundkit.pipeline.collector import fewer_collections
-    from groundkit.pipeline.store import Store
-    from groundkit.scoring.measures import metrics_of
 
     args = _parser(installed).parse_args(argv)
     stage = BY_NAME[args.stage]
@@ -74,20 +71,28 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
         if port.option is not None:
             key = port.artifact if isinstance(port, Output) else port.source
             given[key] = getattr(args, port.option.removeprefix("--").replace("-", "_"))
-    repeated = getattr(args, "set", [])
-    if repeated:
-        # dvc.yaml repeats these values from the params file: a value the file cannot hold is reported
-        # against the file, not against its copy on the command line.
-        load_params(args.params, stage.overrides(given))
-    params = load_params(args.params, [*repeated, *stage.overrides(given)])
-    metrics_of(params)  # a metric no measure writes fails the first stage that runs, not the score stage
+    params, store = None, None
+    if stage.reads_params:  # pydantic, YAML and the store cost a stage about a tenth of a second to import
+        from groundkit.config import load_params
+        from groundkit.pipeline.store import Store
+        from groundkit.scoring.measures import metrics_of
+
+        repeated = getattr(args, "set", [])
+        if repeated:
+            # dvc.yaml repeats these values from the params file: a value the file cannot hold is reported
+            # against the file, not against its copy on the command line.
+            load_params(args.params, stage.overrides(given))
+        params = load_params(args.params, [*repeated, *stage.overrides(given)])
+        metrics_of(params)  # a metric no measure writes fails the first stage that reads params, not the score one
+        store = Store()
     code = _declared(args.code) if installed else None
     guards = code is not None and stage.code == "imports"
     if guards:
+        assert params is not None  # a stage that imports a repository's code reads params
         check_retriever_declared(params.retrieve.kind, code)
     step = importlib.import_module(stage.step)
     with fewer_collections():
-        result = step.run(**stage.arguments(given, params, Store(), code or ()))
+        result = step.run(**stage.arguments(given, params, store, code or ()))
     if guards:
         check_modules_declared(code)
     print(step.summary(result, params), file=sys.stderr)

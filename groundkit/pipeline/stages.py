@@ -124,6 +124,8 @@ class Stage:
             command line, and the stage refuses a module of the repository it does not cover), ``checks``
             that it is there (on the command line only), or None.
         in_process: False for a stage only DVC runs; ``groundkit run`` skips it.
+        reads_params: False for a stage whose command line carries all it needs: it neither loads params.yaml
+            nor imports what loading it takes (pydantic, YAML), so it starts with the standard library alone.
     """
 
     name: str
@@ -137,9 +139,10 @@ class Stage:
     note: str | None = None
     code: Literal["imports", "checks"] | None = None
     in_process: bool = True
+    reads_params: bool = True
 
     def arguments(
-        self, paths: Mapping[Artifact | ParamPath, str | Path], params: Params, store: Store,
+        self, paths: Mapping[Artifact | ParamPath, str | Path], params: Params | None, store: Store | None,
         code: Sequence[Path] = (),
     ) -> dict[str, object]:
         """Keyword arguments for the step's ``run``: the paths it reads and writes, its params sections, and the
@@ -214,6 +217,7 @@ STAGES: tuple[Stage, ...] = (
         params=("corpus", "retrieve.run"),
         code="checks",
         in_process=False,
+        reads_params=False,
         note="A queued or --temp experiment runs in a copy of the repository holding only what git\n"
              "commits and DVC tracks. This stage declares its paths as params, not deps, and keeps\n"
              "its output out of DVC's cache and out of git, so that it runs first in every such\n"

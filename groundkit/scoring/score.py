@@ -5,12 +5,16 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
+from groundkit.artifacts.models import assembled
 from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Excerpt, Passage, PassageLocator, content_id
 from groundkit.corpus.spans import ResolvedJudgment, ResolvedSpan
-from groundkit.scoring.measures import ANY_OVERLAP, MEASURES, Cutoff, Metric, QueryRun, Relevance, score
-from groundkit.scoring.measures.mrr import first_gold_rank
+from groundkit.scoring.measures import ANY_OVERLAP, MEASURES, Metric, Relevance
 from groundkit.scoring.measures.recall import budget_needed
+from groundkit.scoring.providers import Labels, Retrieved, compute, head
+from groundkit.scoring.providers.vectorised import first_relevant
 from groundkit.scoring.schema import QueryResult, StageResult
 
 BUDGET_CURVE = tuple(range(100, 4001, 100))
@@ -60,26 +64,83 @@ def score_run(
     Returns the result and the graded qrels (answerable queries only).
     """
     metrics = [MEASURES.parse(m) if isinstance(m, str) else m for m in metrics]
-    locator = PassageLocator(universe) if universe is not None else None
-    cuts = [m.cut for m in metrics if m.cut is not None]
-    reach = _Reach(max((c.value for c in cuts if c.kind is Cutoff.RANK), default=0),
-                   max((c.value for c in cuts if c.kind is Cutoff.BUDGET), default=0))
-    results = []
+    answerable = [j for j in resolved if j.category is not Category.NO_ANSWER]
+    known = iter(graded_in(universe, [j.spans for j in answerable], relevance)) if universe is not None else None
+    results: list[QueryResult | None] = []
     qrels: dict[str, dict[str, int]] = {}
+    scored: list[tuple[int, ResolvedJudgment, Sequence[str], float | None]] = []
     for judgment in resolved:
         ranking = rankings.get(judgment.query_id, ())
         top = top_scores.get(judgment.query_id) if top_scores is not None and ranking else None
         if judgment.category is Category.NO_ANSWER:
             results.append(_no_answer_result(judgment, len(ranking), top))
             continue
-        if locator is not None:
-            gold = _graded(judgment.spans, locator, relevance)
+        if known is not None:
+            gold = next(known)
         else:
             gold = _unknown_universe_qrels(judgment, [passages[passage_id] for passage_id in ranking], relevance)
         qrels[judgment.query_id] = gold
-        head = reach.head(ranking, passages)
-        results.append(_query_result(judgment, ranking, gold, head, metrics, relevance, top))
-    return StageResult(measures=[m.name for m in metrics], queries=results), qrels
+        scored.append((len(results), judgment, ranking, top))
+        results.append(None)
+    retrieved = Retrieved([ranking for _, _, ranking, _ in scored], passages)
+    labels = Labels(list(qrels.values()), [judgment.spans for _, judgment, _, _ in scored], relevance)
+    values = compute(metrics, retrieved, labels)
+    names = [metric.name for metric in metrics]
+    rows = np.column_stack([values[name] for name in names]).tolist() if names else [[] for _ in scored]
+    firsts = first_relevant(retrieved, labels)
+    for (at, judgment, ranking, top), gold, row, first in zip(scored, labels.qrels, rows, firsts, strict=True):
+        results[at] = assembled(QueryResult, {
+            "query_id": judgment.query_id, "query": judgment.query, "category": judgment.category,
+            "retrieved": len(ranking), "gold_chunks": len(gold), "first_gold_rank": first,
+            "metrics": dict(zip(names, row, strict=True)), "top_score": top})
+    return StageResult(measures=names, queries=results), qrels
+
+
+def graded_in(universe: Sequence[Excerpt], spans: Sequence[Sequence[ResolvedSpan]],
+              relevance: Relevance) -> list[dict[str, int]]:
+    """:func:`_graded` of every query's ``spans`` over one universe of passages, for all queries at once.
+
+    The pairs of a span and a passage of its document that may overlap it are found with numpy (passages
+    sorted by document and start; one starting more than the document's longest passage before the span
+    cannot reach it), the rule is applied to them as arrays, and only the relevant pairs are visited in
+    Python, in the order :func:`_graded` visits them (spans in order, passages by offset), so each query's
+    grades are the same dict, keys in the same order. tests/scoring/test_score.py holds the two equal.
+    """
+    codes: dict[str, int] = {}
+    u_doc = np.array([codes.setdefault(p.document, len(codes)) for p in universe], dtype=np.int64)
+    u_start = np.array([p.start for p in universe], dtype=np.int64)
+    u_end = np.array([p.end for p in universe], dtype=np.int64)
+    counts = [len(group) for group in spans]
+    flat = [span for group in spans for span in group]
+    s_doc = np.array([codes.get(s.document, -1) for s in flat], dtype=np.int64)
+    s_start = np.array([s.start for s in flat], dtype=np.int64)
+    s_end = np.array([s.end for s in flat], dtype=np.int64)
+    s_grade = np.array([s.grade for s in flat], dtype=np.int64)
+    out: list[dict[str, int]] = [{} for _ in spans]
+    if not len(flat) or not len(universe):
+        return out
+    order = np.lexsort((u_end, u_start, u_doc))
+    scale = int(max(u_end.max(), s_end.max())) + 1
+    keys = u_doc[order] * scale + u_start[order]
+    longest = np.zeros(len(codes), dtype=np.int64)
+    np.maximum.at(longest, u_doc, u_end - u_start)
+    known = s_doc >= 0
+    reach = np.where(known, longest[np.maximum(s_doc, 0)], 0)
+    lo = np.searchsorted(keys, s_doc * scale + np.maximum(s_start - reach, 0))
+    hi = np.where(known, np.searchsorted(keys, s_doc * scale + s_end), lo)
+    width = hi - lo
+    span = np.repeat(np.arange(len(flat)), width)
+    passage = order[lo[span] + np.arange(int(width.sum())) - np.repeat(np.cumsum(width) - width, width)]
+    need = np.maximum(1, np.ceil(relevance.min_overlap * (s_end - s_start) - 1e-9)).astype(np.int64)[span]
+    holds = np.minimum(u_end[passage], s_end[span]) - np.maximum(u_start[passage], s_start[span]) >= need
+    query = np.repeat(np.arange(len(spans)), counts)
+    for q, p, grade in zip(query[span[holds]].tolist(), passage[holds].tolist(), s_grade[span[holds]].tolist(),
+                           strict=True):
+        grades = out[q]
+        passage_id = universe[p].passage_id
+        if grade > grades.get(passage_id, 0):
+            grades[passage_id] = grade
+    return out
 
 
 def _graded(spans: Sequence[ResolvedSpan], locator: PassageLocator, relevance: Relevance) -> dict[str, int]:
@@ -90,28 +151,6 @@ def _graded(spans: Sequence[ResolvedSpan], locator: PassageLocator, relevance: R
             if span.grade > grades.get(passage.passage_id, 0) and relevance.holds(passage, span):
                 grades[passage.passage_id] = span.grade
     return grades
-
-
-class _Reach:
-    """How much of a ranking the cost measures read: the top ``k`` passages, and enough to fill ``budget`` characters.
-
-    Looking up every passage of a 100-deep ranking for 10,000 queries would dominate scoring; chars@k and
-    the budget walk never look past this head.
-    """
-
-    def __init__(self, k: int, budget: int) -> None:
-        self.k, self.budget = k, budget
-
-    def head(self, ranking: Sequence[str], passages: Mapping[str, Passage]) -> list[Passage]:
-        out: list[Passage] = []
-        used = 0
-        for rank, passage_id in enumerate(ranking, start=1):
-            if rank > self.k and used >= self.budget:
-                break
-            passage = passages[passage_id]
-            out.append(passage)
-            used += passage.length
-        return out
 
 
 def _unknown_universe_qrels(judgment: ResolvedJudgment, retrieved: Sequence[Excerpt],
@@ -137,23 +176,6 @@ def _unknown_universe_qrels(judgment: ResolvedJudgment, retrieved: Sequence[Exce
 def _no_answer_result(judgment: ResolvedJudgment, retrieved: int, top_score: float | None) -> QueryResult:
     return QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
                        retrieved=retrieved, gold_chunks=0, first_gold_rank=None, metrics={}, top_score=top_score)
-
-
-def _query_result(
-    judgment: ResolvedJudgment,
-    ranking: Sequence[str],
-    gold: dict[str, int],
-    passages: Sequence[Passage],
-    metrics: Sequence[Metric],
-    relevance: Relevance,
-    top_score: float | None,
-) -> QueryResult:
-    """Every metric of one answerable query: ``passages`` are those of (at least) the head of ``ranking``."""
-    run = QueryRun(ranking=ranking, gold=gold.keys(), passages=passages, spans=judgment.spans, grades=gold,
-                   relevance=relevance)
-    return QueryResult(query_id=judgment.query_id, query=judgment.query, category=judgment.category,
-                       retrieved=len(ranking), gold_chunks=len(gold),
-                       first_gold_rank=first_gold_rank(ranking, gold), metrics=score(metrics, run), top_score=top_score)
 
 
 CURVE_EVERY_K = 100
@@ -201,9 +223,10 @@ def budget_curve(
     answerable = [j for j in resolved if j.category is not Category.NO_ANSWER]
     if not answerable:
         return []
-    reach = _Reach(0, max(budgets, default=0))
-    needed = sorted(n for n in (budget_needed(reach.head(rankings.get(j.query_id, ()), passages), j.spans, relevance)
-                                for j in answerable) if n is not None)
+    budget = max(budgets, default=0)
+    heads = (head(rankings.get(j.query_id, ()), passages, 0, budget) for j in answerable)
+    needed = sorted(n for n in (budget_needed(passages_read, j.spans, relevance)
+                                for passages_read, j in zip(heads, answerable, strict=True)) if n is not None)
     return [{"budget_chars": b, "recall": bisect_right(needed, b) / len(answerable)} for b in budgets]
 
 

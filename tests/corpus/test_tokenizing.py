@@ -73,3 +73,16 @@ def test_ascii_fast_path_matches_the_regex_on_every_ascii_character():
         assert tokenize(text) == word.findall(text.lower())
         mixed = text + rng.choice(["é", "ß", "İ", "Ⅻ", "\u00a0"])  # non-ASCII: the regex path
         assert tokenize(mixed) == word.findall(mixed.lower())
+
+
+@pytest.mark.parametrize("settings", [{}, {"stemmer": "english", "stopwords": "en"}, {"stemmer": "porter"}])
+def test_words_at_once_are_tokenized_as_one_by_one(settings):
+    from groundkit.config import TokenizeParams
+    from groundkit.corpus.tokenizing import make_content_tokenizer, make_content_word_tokenizer
+
+    params = TokenizeParams(**settings)
+    words = ["Running", "THE", "snapshots", "İstanbul", "ΣΊΣΥΦΟΣ", "straße", "x_y", "3X", "ﬁle", "a\u0301b", "of",
+             "Éclairs", "ǅemal", "½", "2²"]
+    one_by_one = make_content_tokenizer(params)
+    assert make_content_word_tokenizer(params)(words) == [tuple(one_by_one(w.lower())) for w in words]
+    assert make_content_word_tokenizer(params)(["İstanbul"]) == [tuple(one_by_one("i̇stanbul"))]

@@ -210,3 +210,35 @@ def test_a_rule_no_chunk_meets_scores_the_query_0_and_counts_it_unreachable():
     warning = unreachable(strict.summary(), 0.6)
     assert warning.startswith("1 of 2 answerable queries have no passage holding 60% of a gold quote")
     assert unreachable(half.summary(), 0.4) is None
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_qrels_of_all_queries_at_once_equal_those_of_one_query_at_a_time(seed):
+    import random
+
+    from groundkit.corpus.passage import PassageLocator
+    from groundkit.scoring.measures import Relevance
+    from groundkit.scoring.score import _graded, graded_in
+
+    rng = random.Random(seed)
+    documents = ["a.md", "b.md", "c/é.md"]
+    universe = []
+    for document in documents[:rng.randint(1, 3)]:
+        for _ in range(rng.randint(1, 15)):
+            start = rng.randint(0, 300)
+            end = start + rng.randint(1, 120)
+            universe.append(Chunk(document=document, start_offset=start, end_offset=end, text="x" * (end - start)))
+    spans = []
+    for _ in range(rng.randint(1, 12)):
+        group = []
+        for _ in range(rng.randint(0, 4)):
+            start = rng.randint(0, 400)
+            end = start + rng.randint(1, 60)
+            group.append(ResolvedSpan(document=rng.choice([*documents, "gone.md"]), quote=None, start=start, end=end,
+                                      grade=rng.choice([1, 1, 2, 3])))
+        spans.append(group)
+    relevance = Relevance(rng.choice([0.0, 0.3, 0.5, 1.0]))
+    locator = PassageLocator(universe)
+    expected = [_graded(group, locator, relevance) for group in spans]
+    found = graded_in(universe, spans, relevance)
+    assert [list(g.items()) for g in found] == [list(g.items()) for g in expected]  # same keys, same order

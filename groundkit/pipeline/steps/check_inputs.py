@@ -9,12 +9,12 @@ what is missing and how to make it part of the experiment.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groundkit.artifacts.atomic import atomic_write_text
-from groundkit.artifacts.lines import dumps_json
 from groundkit.errors import InputError
 from groundkit.inputs.suggest import near_path_text
 
@@ -23,10 +23,11 @@ if TYPE_CHECKING:
     from groundkit.pipeline.store import Store
 
 
-def run(corpus_root: Path, judgments: Path, run_file: Path, out_inputs: Path, *, store: Store,
+def run(corpus_root: Path, judgments: Path, run_file: Path, out_inputs: Path, *, store: Store | None,
         code: Sequence[Path] = ()) -> dict[str, str]:
     """Check that every input path exists here; record them (the same bytes whenever they are found). Nothing is
-    read, so ``store`` goes unused."""
+    read, so ``store`` goes unused. The stage imports the standard library alone (it reads no params: the
+    paths come on its command line), so it starts in a few tens of milliseconds."""
     expected = {"corpus.root": (corpus_root, "folder"), "corpus.judgments": (judgments, "file"),
                 "retrieve.run": (run_file, "file")}
     missing = [(key, path) for key, (path, kind) in expected.items()
@@ -40,7 +41,8 @@ def run(corpus_root: Path, judgments: Path, run_file: Path, out_inputs: Path, *,
             fix=_fix(missing, here),
         )
     found = {key: path.as_posix() for key, (path, _) in expected.items()}
-    atomic_write_text(out_inputs, dumps_json(found))
+    # dumps_json's format (groundkit/artifacts/lines.py), without the pydantic that module imports: strings only here.
+    atomic_write_text(out_inputs, json.dumps(found, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
     return found
 
 
@@ -74,6 +76,6 @@ def _fix(missing: list[tuple[str, Path]], here: Path) -> str:
     return "create it, or point params.yaml at the right path"
 
 
-def summary(found: dict[str, str], params: Params) -> str:
+def summary(found: dict[str, str], params: Params | None) -> str:
     """What the stage did, in a line."""
     return "check-inputs: " + ", ".join(f"{key} {path}" for key, path in found.items())

@@ -106,6 +106,10 @@ class Measure:
         decimals: Decimal places a report shows (not per_query.csv, which keeps six for all).
         directed: Higher is better. False for a measure whose change is neither better nor worse by itself
             (the context a ranking costs): reports show its delta unjudged, and no verdict is gated on it.
+        reads_characters: It reads the passages' characters (their offsets) and the gold spans, not only the
+            ranked ids and the qrels. Such a measure means nothing for a document-level run, which has ids
+            alone: ``groundkit score-trec`` refuses it for that reason. A budget cut-off (``@Nchars``) reads
+            characters whatever the measure.
     """
 
     name: str
@@ -114,6 +118,7 @@ class Measure:
     per_query: PerQuery = field(compare=False)
     decimals: int = 4
     directed: bool = True
+    reads_characters: bool = False
 
     @property
     def pattern(self) -> str:
@@ -147,6 +152,11 @@ class Metric:
     def size_fair(self) -> bool:
         """Read at a context budget: a larger passage cannot win by the text it carries past the budget."""
         return self.cut is not None and self.cut.kind is Cutoff.BUDGET
+
+    @property
+    def reads_characters(self) -> bool:
+        """It reads passages' characters and gold spans (a character measure, or any measure at a budget)."""
+        return self.measure.reads_characters or self.size_fair
 
     def value(self, run: QueryRun) -> float:
         return self.measure.per_query(run, self.cut)

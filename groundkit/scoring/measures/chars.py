@@ -26,4 +26,4 @@ def _chars(run: QueryRun, cut: Cut | None) -> float:
 
 
 MEASURE = Measure("chars", frozenset({Cutoff.RANK}), "characters of context in the top k passages", _chars,
-                  decimals=1, directed=False)
+                  decimals=1, directed=False, reads_characters=True)

@@ -19,4 +19,5 @@ def coverage(run: QueryRun, cut: Cut | None) -> float:
 
 
 MEASURE = Measure("coverage", frozenset({Cutoff.RANK, Cutoff.BUDGET}),
-                  "share of the gold's characters read at the cut-off: I / |G|", coverage)
+                  "share of the gold's characters read at the cut-off: I / |G|", coverage,
+                  reads_characters=True)

@@ -17,4 +17,5 @@ def iou(run: QueryRun, cut: Cut | None) -> float:
 
 
 MEASURE = Measure("iou", frozenset({Cutoff.RANK, Cutoff.BUDGET}),
-                  "gold read over gold and read together: I / (|G| + C - I)", iou)
+                  "gold read over gold and read together: I / (|G| + C - I)", iou,
+                  reads_characters=True)

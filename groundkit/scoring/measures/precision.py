@@ -18,4 +18,5 @@ def precision(run: QueryRun, cut: Cut | None) -> float:
 
 
 MEASURE = Measure("precision", frozenset({Cutoff.RANK, Cutoff.BUDGET}),
-                  "share of the characters read at the cut-off that are gold: I / C", precision)
+                  "share of the characters read at the cut-off that are gold: I / C", precision,
+                  reads_characters=True)

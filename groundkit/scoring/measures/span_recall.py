@@ -21,4 +21,5 @@ def span_recall(run: QueryRun, cut: Cut | None) -> float:
 
 
 MEASURE = Measure("span_recall", frozenset({Cutoff.RANK}),
-                  "share of the gold spans a passage of the top k is relevant to", span_recall)
+                  "share of the gold spans a passage of the top k is relevant to", span_recall,
+                  reads_characters=True)

@@ -3,8 +3,9 @@
 The measures are groundkit's, under groundkit's names (groundkit/scoring/measures/): ``recall@k`` is hit
 rate (ir_measures ``Success@k``), ``mrr`` the reciprocal rank of the first relevant document anywhere in the
 run (``RR``), ``ndcg@k`` takes the grades as gains (``nDCG@k``), and ``set_recall@k`` the share of a query's
-relevant documents found in its top k (``R@k``, trec_eval's ``recall_k``). Those that read passages
-(characters, budgets, spans) have nothing to read here. A document is relevant when its grade is above 0.
+relevant documents found in its top k (``R@k``, trec_eval's ``recall_k``). Those that read passages'
+characters (a measure declared ``reads_characters``, or any at a budget) have nothing to read here. A
+document is relevant when its grade is above 0.
 
 Queries. Every query of the qrels is scored, as ``trec_eval -c`` scores it: one the run lacks scores 0 on every
 measure, and so does one whose qrels grade no document above 0 (nothing to find, so nothing found); both count in
@@ -19,25 +20,30 @@ document id, descending, in code-point order (which is the byte order of UTF-8, 
 The rank column is never read. Tied pairs are counted, because a tool that keeps scores in double precision or
 breaks ties otherwise (ranx) can rank them otherwise.
 
-Everything is computed with numpy over the rows of the run: one sort, then sums per query (``np.bincount``).
-The per-query function of each measure (its module's in groundkit/scoring/measures/) is its definition,
-which the tests hold these arrays to.
+Everything is computed with numpy over the rows of the run: one sort, then the relevant rows go to the
+vectorised provider (groundkit/scoring/providers/vectorised.py), the same functions ``groundkit run``'s
+scoring uses; a measure a package adds that reads ids alone goes to its per-query function. The per-query
+function of each measure (its module's in groundkit/scoring/measures/) is its definition, which the tests
+hold these arrays to.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from groundkit.errors import MeasureError
-from groundkit.scoring.measures import MEASURES, Cutoff, Metric
+from groundkit.scoring.measures import MEASURES, Metric
+from groundkit.scoring.providers import Labels, Retrieved
+from groundkit.scoring.providers.per_query import PER_QUERY
+from groundkit.scoring.providers.vectorised import VECTORISED, Ranked
 from groundkit.scoring.trec.files import Table
 
-DOCUMENT_MEASURES = ("recall", "mrr", "ndcg", "set_recall")
-"""The measures a document-level run is scored on, in report order: those of groundkit's that read ids alone."""
+REPORT_ORDER = ("recall", "mrr", "ndcg", "set_recall")
+"""The order of the document-level measures in the result (a measure a package adds comes after them, by name)."""
 
 DEFAULT_SET_RECALL = "set_recall@100"
 """What score-trec adds to the document-level measures of score.measures when they hold no set recall."""
@@ -45,38 +51,36 @@ DEFAULT_SET_RECALL = "set_recall@100"
 
 def default_measures(names: Sequence[str]) -> list[str]:
     """The document-level measures among ``names`` (``score.measures``), and set recall at 100 if none is."""
-    chosen = [name for name in names if _document_level(MEASURES.parse(name))]
+    chosen = [name for name in names if not MEASURES.parse(name).reads_characters]
     if not any(MEASURES.parse(name).measure.name == "set_recall" for name in chosen):
         chosen.append(DEFAULT_SET_RECALL)
     return chosen
 
 
-def _document_level(metric: Metric) -> bool:
-    return metric.measure.name in DOCUMENT_MEASURES and (metric.cut is None or metric.cut.kind is Cutoff.RANK)
-
-
 def parse_measures(names: Sequence[str]) -> list[tuple[str, Metric]]:
     """Each name with its metric, once each, in report order (measure by measure, cut-offs rising).
 
+    What a document-level run can be scored on is decided by meaning: a measure that reads passages'
+    characters (coverage, precision, IoU, chars, span recall, any measure at a budget of characters) has
+    nothing to read in a run of document ids, and is refused with that reason.
+
     Raises:
-        MeasureError: A name no document-level measure writes (``chars@k`` and ``recall@Nchars`` need passages).
+        MeasureError: A name no measure writes, or one of a measure that reads characters.
     """
     if not names:
         raise MeasureError("no measure was named; name at least one, e.g. ndcg@10")
     parsed: dict[str, Metric] = {}
     for name in names:
-        try:
-            metric = MEASURES.parse(name)
-        except MeasureError:
-            metric = None
-        if metric is None or not _document_level(metric):
-            shown = ", ".join(MEASURES[m].pattern.split("|")[0] for m in DOCUMENT_MEASURES)
-            raise MeasureError(f"{name!r} is not a measure of a document-level run; those are {shown} (the "
-                               "others read passages, characters or spans, which a TREC run does not have)")
+        metric = MEASURES.parse(name)
+        if metric.reads_characters:
+            shown = ", ".join(m.pattern.split("|")[0] for m in MEASURES if not m.reads_characters)
+            raise MeasureError(f"{name!r} is not a measure of a document-level run: it reads passages' characters "
+                               "(their offsets, a budget of characters or the gold spans), which a TREC run does not "
+                               f"have; the measures of a document-level run are {shown}")
         parsed[name] = metric
-    ranked = sorted(parsed.items(), key=lambda item: (DOCUMENT_MEASURES.index(item[1].measure.name),
-                                                      item[1].cut.value if item[1].cut else 0))
-    return ranked
+    order = {measure: i for i, measure in enumerate(REPORT_ORDER)}
+    return sorted(parsed.items(), key=lambda item: (order.get(item[1].measure.name, len(order)), item[1].measure.name,
+                                                    item[1].cut.value if item[1].cut else 0))
 
 
 @dataclass(frozen=True)
@@ -117,53 +121,6 @@ class Scores:
     empty_qrels_as_no_answer: bool = False
 
 
-@dataclass(frozen=True)
-class _Ranked:
-    """The run's judged rows in trec_eval's order: per row its query, rank and grade; and the qrels' ideal order."""
-
-    query: np.ndarray
-    rank: np.ndarray
-    grade: np.ndarray
-    ideal_query: np.ndarray
-    ideal_rank: np.ndarray
-    ideal_grade: np.ndarray
-    first: np.ndarray
-    relevant: np.ndarray
-
-    def top(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Query, rank and grade of the relevant rows ranked within the top ``k``."""
-        keep = (self.grade > 0) & (self.rank <= k)
-        return self.query[keep], self.rank[keep], self.grade[keep]
-
-
-def _hit_rate(r: _Ranked, k: int, n: int) -> np.ndarray:
-    return ((r.first > 0) & (r.first <= k)).astype(np.float64)
-
-
-def _reciprocal_rank(r: _Ranked, k: int, n: int) -> np.ndarray:
-    return np.divide(1.0, r.first, out=np.zeros(n), where=r.first > 0)
-
-
-def _ndcg(r: _Ranked, k: int, n: int) -> np.ndarray:
-    query, rank, grade = r.top(k)
-    dcg = np.bincount(query, weights=grade / np.log2(rank + 1.0), minlength=n)
-    within = r.ideal_rank <= k
-    ideal = np.bincount(r.ideal_query[within], weights=r.ideal_grade[within] / np.log2(r.ideal_rank[within] + 1.0),
-                        minlength=n)
-    return np.divide(dcg, ideal, out=np.zeros(n), where=ideal > 0)
-
-
-def _set_recall(r: _Ranked, k: int, n: int) -> np.ndarray:
-    found = np.bincount(r.top(k)[0], minlength=n)
-    return np.divide(found, r.relevant, out=np.zeros(n), where=r.relevant > 0)
-
-
-VECTORISED: dict[str, Callable[[_Ranked, int, int], np.ndarray]] = {
-    "recall": _hit_rate, "mrr": _reciprocal_rank, "ndcg": _ndcg, "set_recall": _set_recall}
-"""Each measure of :data:`DOCUMENT_MEASURES` (by name), for every query at once: (ranked rows, cut-off (0 for
-none), queries) -> one value per query."""
-
-
 def score(run: Table, qrels: Table, measures: Sequence[str], *, empty_qrels_as_no_answer: bool = False) -> Scores:
     """Score ``run`` against ``qrels`` on ``measures`` (names, see :func:`parse_measures`); a query whose qrels grade
     nothing above 0 scores 0, or, with ``empty_qrels_as_no_answer``, is ``no_answer`` (the module docstring)."""
@@ -187,22 +144,24 @@ def score(run: Table, qrels: Table, measures: Sequence[str], *, empty_qrels_as_n
     query = rows_query[order]
     rank = np.arange(len(order)) - starts[query] + 1
     grade = grade[order]
-    first = np.zeros(n, dtype=np.int64)
-    hits = np.flatnonzero(grade > 0)
-    if len(hits):
-        opening = np.concatenate(([True], query[hits][1:] != query[hits][:-1]))
-        first[query[hits][opening]] = rank[hits][opening]
-    ideal_query, ideal_rank, ideal_grade = _ideal(qrel_query[positive], qrels.values[positive], relevant)
     empty = relevant == 0
     answerable = ~empty if empty_qrels_as_no_answer else np.ones(n, dtype=bool)
-    ranked = _Ranked(query, rank, grade.astype(np.float64), ideal_query, ideal_rank, ideal_grade.astype(np.float64),
-                     first, relevant)
-    metrics = {}
-    for name, metric in plan:
-        values = VECTORISED[metric.measure.name](ranked, metric.cut.value if metric.cut else 0, n)
-        metrics[name] = np.where(answerable, values, np.nan)
+    hit = grade > 0
+    ranked = Ranked.of(n, query[hit], rank[hit], grade[hit], qrel_query[positive], qrels.values[positive])
+    fast = [metric for _, metric in plan if VECTORISED.supports_ranked(metric)]
+    values = VECTORISED.ranked(fast, ranked)
+    slow = [metric for _, metric in plan if not VECTORISED.supports_ranked(metric)]
+    if slow:  # a measure a package adds: its per-query function, over the rankings in trec_eval's order
+        documents = run.document_ids[rows_document[order]]
+        rankings = [part.tolist() for part in np.split(documents, np.cumsum(retrieved)[:-1])]
+        graded: list[dict[str, int]] = [{} for _ in range(n)]
+        for q, document, value in zip(qrel_query[positive].tolist(), qrels.document_ids[qrels.document_codes[positive]],
+                                      qrels.values[positive].tolist(), strict=True):
+            graded[q][document] = value
+        values.update(PER_QUERY.compute(slow, Retrieved(rankings), Labels(graded)))
+    metrics = {name: np.where(answerable, values[metric.name], np.nan) for name, metric in plan}
     return Scores(query_ids=query_ids, answerable=answerable, retrieved=retrieved, relevant=relevant,
-                  first_relevant=first, metrics=metrics,
+                  first_relevant=ranked.first, metrics=metrics,
                   depth=int(np.bincount(run.query_codes).max()) if run.rows else 0,
                   unjudged=int((run_query < 0).sum()), absent=int((retrieved == 0).sum()), **ties,
                   empty_qrels=int(empty.sum()), empty_qrels_as_no_answer=empty_qrels_as_no_answer)
@@ -223,14 +182,6 @@ def _grades(run: Table, qrels: Table, qrel_query: np.ndarray, rows_query: np.nda
     wanted = rows_query.astype(np.int64) * n_documents + row_document
     at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
     return np.where((row_document >= 0) & (keys[at] == wanted), grades[at], 0)
-
-
-def _ideal(query: np.ndarray, grade: np.ndarray, relevant: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The relevant qrels of each query best grade first, as (query, rank, grade): nDCG's ideal ranking."""
-    order = np.lexsort((-grade, query))
-    query, grade = query[order], grade[order]
-    starts = np.concatenate(([0], np.cumsum(relevant)[:-1]))
-    return query, np.arange(len(query)) - starts[query] + 1, grade
 
 
 def _trec_order(query: np.ndarray, score: np.ndarray, document: np.ndarray,

@@ -313,13 +313,11 @@ def _needs_passages(name: str) -> bool:
     score-trec writes every measure it can compute from ids alone; the others (coverage, chars, precision, ...)
     cannot exist for it, whatever groundkit version or params scored it.
     """
-    from groundkit.scoring.trec.measures import VECTORISED
-
     try:
-        measure = MEASURES.parse(name).measure
+        parsed = MEASURES.parse(name)
     except MeasureError:
         return False
-    return measure.name not in VECTORISED
+    return parsed.reads_characters
 
 
 def paired_metrics(baseline: Side, candidate: Side, gate: list[str]) -> tuple[list[str], dict[str, list[str]]]:

@@ -14,6 +14,7 @@ import typing as _typing
 
 from groundkit.errors import (
     ArtifactError,
+    ChunkerError,
     CompareError,
     CorpusError,
     DatasetError,
@@ -91,6 +92,7 @@ __all__ = [
     "ArtifactError",
     "Category",
     "Chunk",
+    "ChunkerError",
     "CompareError",
     "Comparison",
     "CorpusError",

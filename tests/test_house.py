@@ -28,7 +28,9 @@ INFRASTRUCTURE = {"groundkit.errors"}  # and every private groundkit._name modul
 # validates params against it. It imports no retriever's code: each kind names its builder as a string.
 # The report stage's step renders a report: it lives with the steps, the stage table names it as a
 # string, and no pipeline module imports it.
-PLACED = {"groundkit.retrieval.kinds": "config", "groundkit.scoring.names": "config",
+# So is the table of chunker kinds, for chunk.strategy (its builders are strings too).
+PLACED = {"groundkit.retrieval.kinds": "config", "groundkit.corpus.chunking.kinds": "config",
+          "groundkit.scoring.names": "config",
           "groundkit.pipeline.steps.report": "reports"}
 
 

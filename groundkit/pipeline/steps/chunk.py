@@ -23,7 +23,7 @@ def run(documents: Path, params: ChunkParams, out_chunks: Path, out_chunking: Pa
 
     chunks = chunk_documents(store.read_models(documents, Document, producer=written_by(DOCUMENTS)), params)
     store.write_models(out_chunks, chunks, Chunk)
-    atomic_write_text(out_chunking, dumps_json({"chunk": params.model_dump(mode="json")}))
+    atomic_write_text(out_chunking, dumps_json({"chunk": params.recorded()}))
     return chunks
 
 

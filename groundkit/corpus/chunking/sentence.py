@@ -4,9 +4,9 @@ Sentence boundaries. A sentence ends:
 
 * after a run of ``.``, ``!``, ``?`` or ``…``, with any closing quotes or brackets right after it
   (``"``, ``'``, ``)``, ``]`` and their typographic forms), when whitespace follows and the next
-  non-space character is not a lowercase letter, and the run is not a ``.`` ending an abbreviation: a word in ``ABBREVIATIONS`` (or
-  ``chunk.options.abbreviations``), a single letter (an initial: ``J. Smith``), or a word with a period
-  inside it (``e.g.``, ``U.S.``);
+  non-space character is not a lowercase letter, and the run is not a ``.`` ending an abbreviation: a
+  word in ``ABBREVIATIONS`` (or ``chunk.options.abbreviations``), a single letter (an initial:
+  ``J. Smith``), or a word with a period inside it (``e.g.``, ``U.S.``);
 * at a blank line (a paragraph break), always; at the end of a Markdown heading's line; and at a line
   break after which a Markdown block starts (a heading, a list item, a quote, a table row, a code fence).
 

@@ -161,6 +161,6 @@ def test_the_chunk_step_writes_nothing_when_a_chunker_fails_on_the_last_document
     store.write_models(documents, sorted(DOCUMENTS, key=lambda d: d.path), Document)
     out = tmp_path / "out"
     out.mkdir()
-    with pytest.raises(ChunkerError, match="document 'b.md', chunk 0 'Gamma' is not text of the document"):
+    with pytest.raises(ChunkerError, match=r"document 'b\.md', chunk 0 'Gamma' is not text of the document"):
         step.run(documents, params, out / "chunks.jsonl", out / "chunking.json", store=store)
     assert list(out.iterdir()) == []

@@ -57,8 +57,7 @@ def test_texts_are_located_in_order_and_options_reach_the_factory(tmp_path, monk
                                                                 ("a.md", 11, 21, "Alpha two.")]
 
 
-def test_spans_and_a_generator_are_accepted_and_repeated_text_is_located_after_the_previous_chunk(tmp_path,
-                                                                                              monkeypatch):
+def test_spans_and_a_generator_are_accepted_and_text_is_located_past_the_previous_chunk(tmp_path, monkeypatch):
     body = """
         def make(options):
             class Words:
@@ -71,6 +70,14 @@ def test_spans_and_a_generator_are_accepted_and_repeated_text_is_located_after_t
     params = plugin(tmp_path, monkeypatch, body)
     chunks = chunk_documents([Document(path="d.md", text="ab ab ab")], params)
     assert spans_of(chunks) == [("d.md", 0, 2, "ab"), ("d.md", 3, 5, "ab"), ("d.md", 6, 8, "ab")]
+    # "a" after "data" is the word, not the letter inside the chunk before it; an overlapping chunk is found
+    # where it starts inside the previous one and runs past its end
+    for returned, expected in ((["data", "a"], [(0, 4, "data"), (5, 6, "a")]),
+                               (["data a", "a b"], [(0, 6, "data a"), (5, 8, "a b")])):
+        params = plugin(tmp_path, monkeypatch, f"def make(options):\n    class C:\n        def split(self, text):\n"
+                        f"            return {returned!r}\n    return C()\n")
+        chunks = chunk_documents([Document(path="d.md", text="data a b")], params)
+        assert spans_of(chunks) == [("d.md", *span) for span in expected]
 
 
 BAD = {
@@ -86,7 +93,7 @@ BAD = {
     "not found": ("return ['alpha', 'gamma ray']", "document 'd.md', chunk 1 'gamma ray' is not text of the document"),
     "rewritten": ("return [text.upper()]", "document 'd.md', chunk 0 'ALPHA BETA' is not text of the document"),
     "before previous": ("return ['beta', 'alpha']", "chunk 1 'alpha' occurs in the document only before the "
-                        "previous chunk's start"),
+                        "previous chunk's end"),
     "not a list": ("return 'alpha beta'", "returned str for the document 'd.md', not a list of spans or texts"),
     "bad item": ("return [(0, 1.5)]", "document 'd.md', chunk 0 is (0, 1.5), neither a (start, end) pair of ints "
                  "nor a str"),

@@ -293,10 +293,13 @@ PARAGRAPHS = """\
 def make(options):
     class Paragraphs:
         def split(self, text):
-            return [part for part in text.split("\\n\\n") if part.strip()]
+            parts = [part for part in text.split("\\n") if part.strip()]
+            return parts[:options["size"]]
 
     return Paragraphs()
 """
+
+LINES = PARAGRAPHS.replace('"\\n"', '" "')
 
 
 def _ran(result: subprocess.CompletedProcess[str]) -> set[str]:
@@ -309,22 +312,30 @@ def test_a_chunker_switched_in_by_set_is_a_dependency_of_the_experiments_chunk_s
     (repo / "chunkers").mkdir()
     (repo / "chunkers" / "__init__.py").write_text("", encoding="utf-8")
     (repo / "chunkers" / "para.py").write_text(PARAGRAPHS, encoding="utf-8")
+    (repo / "chunkers" / "lines.py").write_text(LINES, encoding="utf-8")
     groundkit("init", "--corpus", "data/docs", "--judgments", "data/judgments.jsonl", "--code", "chunkers", cwd=repo)
     stage = yaml.safe_load((repo / "dvc.yaml").read_text(encoding="utf-8"))["stages"]["chunk"]
     assert "chunkers" in stage["deps"] and "--code 'chunkers'" in stage["cmd"]
+    assert all(next(iter(out.values())) == {"persist": True} for out in stage["outs"])
+    text = (repo / "params.yaml").read_text(encoding="utf-8")
+    (repo / "params.yaml").write_text(text.replace("strategy: fixed ", "strategy: python:chunkers.para:make ")
+                                      .replace("options: {}", "options: {size: 1}"), encoding="utf-8")
     run(["dvc", "repro"], repo)
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-qm", "groundkit"], repo)
-    switch = ["dvc", "exp", "run", "-S", "chunk.strategy=python:chunkers.para:make"]
+    chunks = repo / "build" / "chunks.jsonl"
+    first = chunks.read_text(encoding="utf-8")
+    # An option named size, which DVC's run-cache key drops: the run cache holds size 1's chunks under the key
+    # size 2 has too, and would serve them; the stage runs instead.
+    assert "chunk" in _ran(run(["dvc", "exp", "run", "-S", "chunk.options.size=2"], repo))
+    assert chunks.read_text(encoding="utf-8").count("\n") > first.count("\n")
+    # A module switched in by -S is a dependency of the experiment's chunk stage: editing it re-chunks.
+    switch = ["dvc", "exp", "run", "-S", "chunk.strategy=python:chunkers.lines:make", "-S", "chunk.options.size=9"]
     assert "chunk" in _ran(run(switch, repo))
-    chunks = (repo / "build" / "chunks.jsonl").read_text(encoding="utf-8")
-    # Editing the module re-runs chunking in the next experiment; not editing it runs nothing again.
-    (repo / "chunkers" / "para.py").write_text(PARAGRAPHS.replace('"\\n\\n"', '"\\n"'), encoding="utf-8")
+    lines = chunks.read_text(encoding="utf-8")
+    (repo / "chunkers" / "lines.py").write_text(LINES.replace('options["size"]', '2'), encoding="utf-8")
     assert "chunk" in _ran(run(switch, repo))
-    assert (repo / "build" / "chunks.jsonl").read_text(encoding="utf-8") != chunks
+    assert chunks.read_text(encoding="utf-8") != lines
     assert "chunk" not in _ran(run(switch, repo))
     # groundkit init finds the chunker params.yaml names and declares its package, as it does a retriever's.
-    text = (repo / "params.yaml").read_text(encoding="utf-8")
-    (repo / "params.yaml").write_text(text.replace("strategy: fixed ", "strategy: python:chunkers.para:make "),
-                                      encoding="utf-8")
     assert adopt._plugin_code(repo) == ["chunkers"]

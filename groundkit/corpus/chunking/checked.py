@@ -5,8 +5,9 @@ each either a character span ``(start, end)`` or a chunk's text. groundkit accep
 chunk is verbatim text of the document, in document order:
 
 * a span must satisfy ``0 <= start < end <= len(text)``;
-* a text is located exactly: the first occurrence that starts after the previous chunk's start
-  (the first chunk: anywhere from the start); a text the document does not hold fails;
+* a text is located exactly: the first occurrence that starts after the previous chunk's start and ends
+  after its end (the first chunk: the first occurrence), so a short chunk is never taken for text inside
+  the chunk before it; a text the document does not hold fails;
 * a library's own offsets (:class:`Located`) are used where ``text[start:end]`` is the chunk and the order
   holds, else the chunk is located as a text;
 * a chunk may not be empty or whitespace only; each chunk starts after the previous one's start and
@@ -43,15 +44,15 @@ class Located:
     start: int | None
 
 
-def shown(value: object) -> str:
-    """``repr`` of a value a chunker made, cut short (its own ``__repr__`` may fail)."""
+def shown(value: object, limit: int = _SHOWN) -> str:
+    """``repr`` of a value a chunker made, cut at ``limit`` characters (its own ``__repr__`` may fail)."""
     try:
         text = repr(value)
     except FROM_OUTSIDE:
         raise
     except BaseException:
         text = f"<{type(value).__name__} that cannot be shown>"
-    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _snippet(text: str) -> str:
@@ -94,19 +95,22 @@ class Checker:
     def _span(self, item: Any, text: str, document: str, index: int, previous: Span | None) -> Span:
         where = f"document {document!r}, chunk {index}"
         after = previous[0] + 1 if previous is not None else 0
+        past = previous[1] if previous is not None else 0
         if isinstance(item, Located):
             start = item.start
             if isinstance(start, int) and 0 <= start and text[start:start + len(item.text)] == item.text \
-                    and start >= after and item.text:
+                    and start >= after and start + len(item.text) > past and item.text:
                 return self._non_empty((start, start + len(item.text)), text, where)
             item = item.text
         if isinstance(item, str):
             if not item:
                 self.fail(f"{where} is empty")
             start = text.find(item, after)
+            while 0 <= start and start + len(item) <= past:
+                start = text.find(item, start + 1)
             if start < 0:
                 found = text.find(item) >= 0
-                problem = ("occurs in the document only before the previous chunk's start (chunks must come in "
+                problem = ("occurs in the document only before the previous chunk's end (chunks must come in "
                            "document order)" if found else "is not text of the document")
                 self.fail(f"{where} {_snippet(item)} {problem}",
                           None if found else "chunks must be verbatim text of the document: a chunker that "

@@ -51,7 +51,7 @@ def user_code(checker: Checker, step: str, fix: str) -> Iterator[None]:
         checker.fail(f"{step} tried to end the process (SystemExit with code {shown(exc.code)}); chunker code must "
                      "return or raise, never exit", "remove the sys.exit() call from the chunker's code")
     except BaseException as exc:
-        detail = shown(str(exc)) if str(exc) else ""
+        detail = shown(str(exc), limit=300) if str(exc) else ""
         checker.fail(f"{step} raised {type(exc).__name__}" + (f": {detail}" if detail else ""), fix)
 
 

@@ -110,7 +110,7 @@ class _Reach:
                 break
             passage = passages[passage_id]
             out.append(passage)
-            used += passage.length
+            used += passage.read_length
         return out
 
 

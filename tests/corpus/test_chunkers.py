@@ -264,3 +264,31 @@ def test_every_chunk_is_a_validated_span_of_its_document(params):
         validated = Chunk(document=chunk.document, start_offset=chunk.start, end_offset=chunk.end, text=chunk.text)
         assert chunk == validated and model_line(chunk) == model_line(validated)
         assert chunk.text.strip() == chunk.text
+
+
+# --- chunk.context -------------------------------------------------------------------------------------------
+
+
+def test_title_and_heading_prefixes():
+    documents = [Document(path="a.md", text=MARKDOWN), Document(path="n.txt", text="plain words here")]
+    by_context = {}
+    for context in ("none", "title", "headings"):
+        chunks = chunk_documents(documents, ChunkParams(strategy="markdown", size=200, context=context))
+        by_context[context] = [(c.text.split("\n")[0], c.prefix) for c in chunks]
+    assert by_context["none"] == [(line, "") for line, _ in by_context["title"]]
+    assert by_context["title"] == [
+        ("Preamble line.", "Title\n"), ("# Title", ""),  # a chunk that begins with the title gets none
+        ("## Sub A", "Title\n"), ("### Deep", "Title\n"), ("## Sub B #", "Title\n"), ("plain words here", "n.txt\n")]
+    assert by_context["headings"] == [
+        ("Preamble line.", "Title\n"), ("# Title", ""), ("## Sub A", "Title > Sub A\n"),
+        ("### Deep", "Title > Sub A > Deep\n"), ("## Sub B #", "Title > Sub B\n"), ("plain words here", "n.txt\n")]
+
+
+def test_heading_context_works_for_any_strategy():
+    chunks = chunk_documents([Document(path="a.md", text=MARKDOWN)],
+                             ChunkParams(strategy="fixed", size=30, context="headings"))
+    paths = HeadingPaths(MARKDOWN)
+    for chunk in chunks:
+        expected = " > ".join(paths.at(chunk.start)) or "Title"
+        assert chunk.prefix in ("", expected + "\n")
+        assert chunk.prefix or chunk.text.lstrip("#").lstrip().startswith(expected)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from groundkit._models import assembled
 from groundkit._progress import track
+from groundkit.corpus.chunking.context import CONTEXTS
 from groundkit.corpus.chunking.fixed import fixed_spans, whole_span
 from groundkit.corpus.passage import Chunk, Document, content_id
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["chunk_documents", "chunk_fixed", "chunk_whole"]
 
 
-def _chunk(document: str, start: int, end: int, text: str) -> Chunk:
+def _chunk(document: str, start: int, end: int, text: str, prefix: str = "") -> Chunk:
     """The chunk ``text`` is, at ``[start, end)`` of ``document``, built without validating it again.
 
     Each strategy cuts ``text`` as ``document_text[start:end]`` with ``start < end`` from a validated
@@ -30,7 +31,7 @@ def _chunk(document: str, start: int, end: int, text: str) -> Chunk:
     chunk of every strategy with a validated one. Validating cost a quarter of the chunk stage on SciFact.
     """
     return assembled(Chunk, {"document": document, "start": start, "end": end, "text": text,
-                             "passage_id": content_id(document, start, end, text)})
+                             "passage_id": content_id(document, start, end, text), "prefix": prefix})
 
 
 def chunk_fixed(document: Document, size: int, overlap: int) -> Iterator[Chunk]:
@@ -54,9 +55,15 @@ def chunk_documents(documents: Iterable[Document], params: ChunkParams) -> list[
     this returns, so a failure leaves nothing written.
     """
     splitter = params.kind.build(params)
+    context = CONTEXTS[params.context]
     chunks: list[Chunk] = []
     ordered = sorted(documents, key=lambda d: d.path)
     for document in track(ordered, desc="chunk", unit="doc"):
         text, path = document.text, document.path
-        chunks.extend(_chunk(path, start, end, text[start:end]) for start, end in splitter.spans(text, path))
+        spans = splitter.spans(text, path)
+        if context is None:
+            chunks.extend(_chunk(path, start, end, text[start:end]) for start, end in spans)
+        else:
+            chunks.extend(_chunk(path, start, end, text[start:end], prefix)
+                          for (start, end), prefix in zip(spans, context(text, path, spans), strict=True))
     return chunks

@@ -171,3 +171,21 @@ def test_the_chunk_step_writes_nothing_when_a_chunker_fails_on_the_last_document
     with pytest.raises(ChunkerError, match=r"document 'b\.md', chunk 0 'Gamma' is not text of the document"):
         step.run(documents, params, out / "chunks.jsonl", out / "chunking.json", store=store)
     assert list(out.iterdir()) == []
+
+
+def test_the_guides_example_module_is_a_working_chunker(tmp_path, monkeypatch):
+    import re
+
+    from tests.conftest import REPO
+
+    guide = (REPO / "docs" / "chunkers.md").read_text(encoding="utf-8")
+    module = re.search(r"```python\n(.*?)```", guide, re.S).group(1)
+    params = plugin(tmp_path, monkeypatch, module, options={"max_chars": 20})
+    text = "First para.\n\nSecond one.\n\n\n\nThird paragraph is long.\n\nEnd."
+    chunks = chunk_documents([Document(path="g.md", text=text)], params)
+    # paragraphs [0,11) [13,24) [28,52) [54,58): at 20 no two fit together (24, 39 and 30 characters)
+    assert [c.text for c in chunks] == ["First para.", "Second one.", "Third paragraph is long.", "End."]
+    # at 30 the first two (24) and the last two (30) do
+    params = plugin(tmp_path, monkeypatch, module, options={"max_chars": 30})
+    chunks = chunk_documents([Document(path="g.md", text=text)], params)
+    assert [c.text for c in chunks] == ["First para.\n\nSecond one.", "Third paragraph is long.\n\nEnd."]

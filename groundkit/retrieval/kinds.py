@@ -13,7 +13,8 @@ another system from ``retrieve.run`` (groundkit/retrieval/external.py).
 Your own retriever: ``retrieve.retriever: python:MODULE:FACTORY``. groundkit imports MODULE (the
 current directory is searched first, then the installed packages), calls ``FACTORY(chunks, options)``
 once with every chunk (a list of groundkit.corpus.passage.Chunk: ``chunk_id``, ``document``,
-``start_offset``, ``end_offset``, ``text``) and ``retrieve.options`` (a dict), and calls
+``start_offset``, ``end_offset``, ``text``, and ``prefix``, the context ``chunk.context`` adds, which
+``indexed_text`` puts before the text) and ``retrieve.options`` (a dict), and calls
 ``search(query, depth)`` on what it returns for every query. groundkit checks every result (a known
 chunk id, at most once, a finite score, at most ``depth`` results) and then orders them itself: score
 descending, then (document, start_offset). Returning nothing is how a retriever abstains.

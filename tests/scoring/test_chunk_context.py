@@ -53,3 +53,24 @@ def test_a_prefix_is_kept_in_chunks_jsonl_only_when_there_is_one():
     line = model_line(_chunk("T\n"))
     assert '"prefix": "T\\n"' in line and Chunk.model_validate_json(line) == _chunk("T\n")
     assert _chunk("T\n").indexed_text == "T\n0123456789" and _chunk("T\n").chunk_id == _chunk("").chunk_id
+
+
+def test_a_run_with_title_context_indexes_records_and_marks_the_prefix(tmp_path):
+    import json
+    import re
+
+    from groundkit.api import evaluate
+    from tests.conftest import write_tiny_corpus
+
+    corpus, judgments = write_tiny_corpus(tmp_path / "docs", tmp_path / "judgments.jsonl")
+    out = tmp_path / "out"
+    evaluate(corpus, judgments, set={"chunk.strategy": "recursive", "chunk.size": 60, "chunk.context": "title"},
+             out=out)
+    chunks = [json.loads(line) for line in (out / "chunks.jsonl").read_text(encoding="utf-8").splitlines()]
+    # the tiny corpus has no headings: every chunk's title is its document's path
+    assert chunks and all(c["prefix"] == c["document"] + "\n" for c in chunks)
+    recorded = json.loads((out / "run.json").read_text(encoding="utf-8"))["params"]["chunk"]
+    assert recorded["context"] == "title" and recorded["strategy"] == "recursive"
+    html = (out / "report.html").read_text(encoding="utf-8")
+    passages = json.loads(re.search(r'"passages":(\{.*?\})', html).group(1))
+    assert passages and all(len(entry) == 4 and entry[3] == entry[0] + "\n" for entry in passages.values())

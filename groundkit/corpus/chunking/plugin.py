@@ -96,7 +96,8 @@ class PluginSplitter:
 
 def build(kind: ChunkerKind, params: ChunkParams) -> Splitter:
     """The ``python:`` kind: the factory imported by name, called once with a copy of ``chunk.options``."""
-    assert isinstance(kind, Python)
+    if not isinstance(kind, Python):
+        raise TypeError(f"the python: builder was handed the {kind.name} chunker")
     checker = Checker(kind.spec, params.source)
     factory = load(kind, checker)
     with user_code(checker, "the factory", "fix the factory; re-run with --debug for its traceback"):

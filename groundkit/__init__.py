@@ -15,6 +15,7 @@ import typing as _typing
 from groundkit._version import __version__
 from groundkit.errors import (
     ArtifactError,
+    ChunkerError,
     CompareError,
     CorpusError,
     DatasetError,
@@ -92,6 +93,7 @@ __all__ = [
     "ArtifactError",
     "Category",
     "Chunk",
+    "ChunkerError",
     "CompareError",
     "Comparison",
     "CorpusError",

@@ -14,6 +14,7 @@ and exits non-zero; tracebacks are shown only with ``--debug``.
     │   ├── ArtifactError     a build artifact is missing, truncated or edited by hand
     │   ├── RunFileError      an external run file: JSONL for score-run, TREC for score-trec
     │   ├── RetrieverError    a python: retriever that breaks its contract
+    │   ├── ChunkerError      a chunker (python: or a library's) that fails or breaks its contract
     │   ├── OutputError       an --out that is an input, or holds files groundkit did not write
     │   ├── CompareError      a side of `groundkit compare` cannot be read, or the sides do not match
     │   ├── SweepError        the experiments of `groundkit sweep-plot` cannot be tabulated
@@ -112,6 +113,10 @@ class RunFileError(InputError):
 
 class RetrieverError(InputError):
     """A ``python:`` retriever cannot be loaded or returned something outside its contract."""
+
+
+class ChunkerError(InputError):
+    """A ``python:`` chunker or a library's splitter failed, or returned chunks that are not spans of the document."""
 
 
 class DependencyError(GroundkitError):

@@ -23,7 +23,7 @@ def test_defaults_and_overrides(tmp_path):
     [
         ("chunk:\n  size: 0\n", "chunk.size", "greater than 0"),
         ("chunk:\n  size: 100\n  overlap: 100\n", "chunk", "must be smaller than size"),
-        ("chunk:\n  strategy: semantic\n", "chunk.strategy", "Input should be"),
+        ("chunk:\n  strategy: semantic\n", "chunk.strategy", "unknown chunk strategy; use one of fixed, document"),
         ("bm25:\n  k1: -1\n", "bm25.k1", "greater than or equal to 0"),
         ("bm25:\n  b: 1.5\n", "bm25.b", "less than or equal to 1"),
         ("score:\n  measures: []\n", "score.measures", "lists no metric"),

@@ -93,7 +93,8 @@ def test_the_references_say_what_the_code_says(pages):
     # Type, default, bounds and description of one key, each from the model.
     assert ("| `bm25.b` | number | `0.75` | >= 0.0, <= 1.0 | Length normalisation, from 0 (none) to 1 (a chunk's score "
             "scaled fully by its length). |") in parameters
-    assert "| `chunk.strategy` | text | `fixed` | `fixed`, `document` |" in parameters
+    assert "| `chunk.strategy` | text | `fixed` |  | How documents are cut: `fixed` " in parameters
+    assert "`recursive`, `sentence`, `markdown`, `tokens`, `python:MODULE:FACTORY`" in parameters
     assert ("| `retrieve.options` | mapping (free-form) | `{}` |  | Free-form mapping: groundkit passes its keys"
             in parameters)
     metrics = pages["docs/reference/metrics.md"]

@@ -28,8 +28,10 @@ INFRASTRUCTURE = {"groundkit.errors"}  # and every private groundkit._name modul
 INFRASTRUCTURE_PACKAGES = {"artifacts", "inputs", "console"}
 # Two declaration tables sit with configuration, which validates params against them: the kinds of
 # retriever (what retrieve.retriever may name; each kind names its builder as a string) and the grammar
-# of measure names. Each imports nothing above config, even for types, which the graph checks.
-PLACED = {"groundkit.retrieval.kinds": "config", "groundkit.scoring.names": "config"}
+# of measure names, and the table of chunker kinds (chunk.strategy; its builders are strings too). Each
+# imports nothing above config, even for types, which the graph checks.
+PLACED = {"groundkit.retrieval.kinds": "config", "groundkit.corpus.chunking.kinds": "config",
+          "groundkit.scoring.names": "config"}
 
 
 def module_name(path: Path) -> str:
@@ -391,7 +393,8 @@ def test_the_recipe_for_a_new_measure_names_what_exists():
     assert paths and all(path.exists() for path in paths), paths
     # Code, not prose: a token that is an identifier or an assignment/call of identifiers (`MEASURE = Measure(...)`),
     # leaving out names of things outside Python (`@Nchars` cut-offs, `score-trec`, the `groundkit.measures` group).
-    code = [t for t in tokens if "/" not in t and re.fullmatch(r"[A-Za-z_][\w =(.)]*", t) and "." not in t.replace("...", "")]
+    code = [t for t in tokens
+            if "/" not in t and re.fullmatch(r"[A-Za-z_][\w =(.)]*", t) and "." not in t.replace("...", "")]
     names = {name for t in code for name in re.findall(r"[A-Z]\w*", t)}  # the classes and constants it names
     defined = set().union(*(defined_names(path) for path in paths))
     assert names and names <= defined, names - defined

@@ -19,11 +19,16 @@ from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_
 
 from groundkit.artifacts.models import StrictRecord
 from groundkit.config.params_file import apply_overrides, read_params_file
+from groundkit.corpus.chunking.kinds import ChunkerKind
+from groundkit.corpus.chunking.kinds import parse as parse_chunker
 from groundkit.errors import FixableValueError, ParamsError
 from groundkit.inputs.globs import checked_patterns
 from groundkit.inputs.validation import describe
 from groundkit.retrieval.kinds import SECTIONS, Need, RetrieverKind, parse
 from groundkit.scoring.names import Cutoff, split_name
+
+NO_FILE = "params"
+"""What params errors name as their file when no params file was read (defaults and ``--set`` only)."""
 
 
 class _Section(StrictRecord):
@@ -90,23 +95,73 @@ class ChunkParams(_Section):
     """The ``chunk`` section of params.yaml.
 
     Attributes:
-        strategy: ``fixed`` (sliding character window) or ``document`` (one chunk per document).
-        size: Target window length in characters (``fixed`` only).
-        overlap: Characters shared by consecutive windows (``fixed`` only); must be below ``size``.
+        strategy: How documents are cut: ``fixed`` (character windows that never cut a word), ``document``,
+            ``recursive``, ``sentence``, ``markdown``, ``tokens``, ``python:MODULE:FACTORY``, or a library's
+            class (``langchain:CLASS``, ``llamaindex:CLASS``, ``chonkie:CLASS``,
+            ``semantic-text-splitter:CLASS``). Parsed once, on validation: ``kind`` is the object
+            everything else asks (groundkit/corpus/chunking/kinds.py).
+        size: Target chunk length, in characters (in tokens for ``tokens``); not used by ``document``, a
+            ``python:`` chunker or a library's (whose own arguments are in ``options``).
+        overlap: What consecutive chunks share, in the same unit; must be below ``size`` where it is used.
+        options: The strategy's own options: those a built-in declares (an unknown one is refused), or the
+            keyword arguments of a library's class, or what a ``python:`` factory receives.
+        context: What prefixes the indexed text of each chunk: ``none``, ``title`` (the document's first
+            Markdown heading, else its path) or ``headings`` (the path of headings above the chunk's start).
+            The prefix is read (it counts in chars@k and against a budget) but is never gold.
     """
 
-    strategy: Literal["fixed", "document"] = "fixed"
+    _source: str = PrivateAttr(default=NO_FILE)
+    _kind: ChunkerKind = PrivateAttr()
+
+    strategy: str = "fixed"
     size: int = Field(default=800, gt=0)
     overlap: int = Field(default=0, ge=0)
+    options: dict[str, Any] = Field(default_factory=dict)
+    context: Literal["none", "title", "headings"] = "none"
+
+    @field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, value: str) -> str:
+        parse_chunker(value)  # the message lists the strategies
+        return value
 
     @model_validator(mode="after")
-    def _overlap_below_size(self) -> ChunkParams:
-        if self.overlap >= self.size:
+    def _parsed(self) -> ChunkParams:
+        self._kind = parse_chunker(self.strategy)
+        if self._kind.sized and self.overlap >= self.size:
             raise ValueError(
                 f"overlap ({self.overlap}) must be smaller than size ({self.size}), "
                 "or every window would start where the previous one did"
             )
         return self
+
+    @field_validator("options")
+    @classmethod
+    def _declared_options(cls, options: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        strategy = info.data.get("strategy")
+        if isinstance(strategy, str):  # else strategy itself failed, and says so
+            parse_chunker(strategy).check_options(options)
+        return options
+
+    @property
+    def kind(self) -> ChunkerKind:
+        """The chunker ``strategy`` names, parsed once."""
+        return self._kind
+
+    @property
+    def source(self) -> str:
+        """The params file these values were read from, named by a chunker's message."""
+        return self._source
+
+    def recorded(self) -> dict[str, Any]:
+        """The section as build/chunking.json and run.json record it: options and context left out when unset
+        (they change no chunk then), so a record reads as it did before chunkers took them."""
+        data = self.model_dump(mode="json")
+        if not data["options"]:
+            del data["options"]
+        if data["context"] == "none":
+            del data["context"]
+        return data
 
 
 @cache
@@ -340,10 +395,6 @@ class AuditParams(_Section):
     no_answer_shares_words: Literal["warn", "error"] = "warn"
 
 
-NO_FILE = "params"
-"""What params errors name as their file when no params file was read (defaults and ``--set`` only)."""
-
-
 RAY_EXTRA = "pip install -e '.[ray]' (Ray 2.60 or later, below 3)"
 """How to install what ``execution.engine: ray`` needs; named by every message about a missing Ray."""
 
@@ -448,6 +499,8 @@ class Params(_Section):
         del data["retrieve"]["run"]
         if not kind.takes_options:
             del data["retrieve"]["options"]
+        if "chunk" in data:
+            data["chunk"] = self.chunk.recorded()
         return data
 
 
@@ -486,7 +539,7 @@ def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
         elif key and first["type"] != "extra_forbidden":
             fix = f"see the default params.yaml for the allowed values of {key}"
         raise ParamsError(source, problem, key=key or None, fix=fix) from None
-    params._source = params.execution._source = str(source)
+    params._source = params.execution._source = params.chunk._source = str(source)
     return params
 
 

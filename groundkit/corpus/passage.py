@@ -94,6 +94,16 @@ class Passage(StrictRecord):
         """Characters in the passage."""
         return self.end - self.start
 
+    @property
+    def prefix_length(self) -> int:
+        """Characters a reader reads before the passage's own (a chunk's context prefix); 0 for a plain passage."""
+        return 0
+
+    @property
+    def read_length(self) -> int:
+        """Characters a reader reads of the passage: its prefix, then its own. What chars@k and budgets count."""
+        return self.prefix_length + self.end - self.start
+
     def overlaps(self, other: Passage, *, within: int | None = None) -> bool:
         """The relevance rule: True if both lie in the same document and share at least one character.
 
@@ -155,6 +165,9 @@ class Chunk(Excerpt):
         start_offset: ``start`` (chunks.jsonl's key, kept so chunk files and ids stay as they were).
         end_offset: ``end``.
         chunk_id: ``passage_id``.
+        prefix: The context indexed and read before the chunk's text (``chunk.context``: its document's title
+            or the headings above it, then a line break); never part of the document, so never gold. Empty
+            (and absent from chunks.jsonl) without one.
     """
 
     model_config = ConfigDict(serialize_by_alias=True, validate_by_alias=True, validate_by_name=True)
@@ -162,6 +175,16 @@ class Chunk(Excerpt):
     start: int = Field(ge=0, alias="start_offset")
     end: int = Field(gt=0, alias="end_offset")
     passage_id: str = Field(default="", alias="chunk_id")
+    prefix: str = Field(default="", exclude_if=lambda prefix: not prefix)
+
+    @property
+    def prefix_length(self) -> int:
+        return len(self.prefix)
+
+    @property
+    def indexed_text(self) -> str:
+        """What retrievers index and embed: the prefix, then the text."""
+        return self.prefix + self.text if self.prefix else self.text
 
     @property
     def start_offset(self) -> int:

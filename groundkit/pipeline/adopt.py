@@ -30,7 +30,6 @@ from groundkit.artifacts.atomic import atomic_write_text
 from groundkit.config import check_path_param
 from groundkit.errors import RepositoryError
 from groundkit.pipeline import dvc_yaml
-from groundkit.retrieval.kinds import Python, parse
 
 RECORD = ".groundkit.json"
 """What ``groundkit init`` wrote, by path and SHA-256: how a second run tells its own files from the team's."""
@@ -295,41 +294,43 @@ def _repository_path(root: Path, given: str, option: str) -> str:
 
 
 def _code(root: Path, request: Request, record: dict | None) -> tuple[str, ...]:
-    """The repository's own code the retrieve stage depends on: recorded, given with --code, and inferred."""
+    """The repository's own code the stages importing it depend on: recorded, given with --code, and inferred."""
     code = list(record["code"]) if record is not None else []
     for given in request.code:
         path = _repository_path(root, given, "--code")
         if not (root / path).exists():
             raise RepositoryError("--code", f"{given!r} does not exist", fix="name a file or folder of your code")
         code.append(path)
-    inferred = _retriever_code(root)
-    if inferred is not None:
-        code.append(inferred)
+    code += _plugin_code(root)
     return tuple(sorted(set(code)))
 
 
-def _retriever_code(root: Path) -> str | None:
-    """The file or package folder in ``root`` that params.yaml's ``python:`` retriever is imported from, if any."""
+def _plugin_code(root: Path) -> list[str]:
+    """The files or package folders in ``root`` that params.yaml's ``python:`` retriever and chunker are imported
+    from (the stage table names the keys: ``Stage.plugin``); none when params.yaml does not validate."""
     import importlib.machinery
 
+    from groundkit.config import load_params
+    from groundkit.errors import GroundkitError
+    from groundkit.pipeline.entry import plugin_module
+    from groundkit.pipeline.stages import STAGES
+
     try:
-        params = yaml.safe_load((root / PARAMS).read_text(encoding="utf-8"))
-        retriever = params["retrieve"]["retriever"]
-    except (OSError, yaml.YAMLError, KeyError, TypeError):
-        return None
-    try:
-        kind = parse(retriever) if isinstance(retriever, str) else None
-    except ValueError:
-        return None
-    if not isinstance(kind, Python):
-        return None
-    top = kind.module.split(".")[0]
-    spec = importlib.machinery.PathFinder.find_spec(top, [str(root)]) if top.isidentifier() else None
-    if spec is None:
-        return None
-    folders = list(spec.submodule_search_locations or [])
-    where = Path(folders[0] if folders else (spec.origin or "")).resolve()
-    return where.relative_to(root).as_posix() if where.is_relative_to(root) else None
+        params = load_params(root / PARAMS) if (root / PARAMS).is_file() else None
+    except GroundkitError:
+        return []
+    found: list[str] = []
+    for key in (stage.plugin for stage in STAGES if stage.plugin and params is not None):
+        plugin = plugin_module(params, key)
+        top = plugin[0].split(".")[0] if plugin else ""
+        spec = importlib.machinery.PathFinder.find_spec(top, [str(root)]) if top.isidentifier() else None
+        if spec is None:
+            continue
+        folders = list(spec.submodule_search_locations or [])
+        where = Path(folders[0] if folders else (spec.origin or "")).resolve()
+        if where.is_relative_to(root):
+            found.append(where.relative_to(root).as_posix())
+    return found
 
 
 def _read_record(root: Path) -> dict | None:

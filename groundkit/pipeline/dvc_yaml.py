@@ -173,7 +173,8 @@ def stage_document(stage: Stage, layout: Layout = OWN) -> dict[str, Any]:
             artifact = output.artifact
             if artifact.dvc != kind:
                 continue
-            options = {**({} if artifact.cache else {"cache": False}), **dict(artifact.plot)}
+            persist = {"persist": True} if artifact.persist else {}
+            options = {**({} if artifact.cache else {"cache": False}), **persist, **dict(artifact.plot)}
             entries += [{path: options} if options else path for path in artifact.files]
         if entries:
             document[kind] = entries

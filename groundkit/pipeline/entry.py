@@ -8,7 +8,7 @@ is not the version dvc.yaml was rendered for (the version is part of every stage
 re-runs every stage when ``groundkit init --upgrade`` renders a new one, and dvc.lock records which
 groundkit produced the results).
 
-The team's own code (a ``python:`` retriever) is theirs to version: the stages that import it list
+The team's own code (a ``python:`` retriever or chunker) is theirs to version: the stages that import it list
 its files as dependencies (``--code PATH``, rendered by ``groundkit init``), and the stage refuses a
 module from the repository that no such dependency covers, since DVC would not re-run it when that
 module changed.
@@ -22,10 +22,13 @@ import importlib.machinery
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from groundkit.errors import RepositoryError
 from groundkit.pipeline.stages import BY_NAME, STAGES, Artifact, Output, ParamPath
-from groundkit.retrieval.kinds import Python, RetrieverKind
+
+if TYPE_CHECKING:
+    from groundkit.config import Params
 
 UPGRADE = "groundkit init --upgrade"
 """The command that renders dvc.yaml for the installed groundkit."""
@@ -43,7 +46,7 @@ def _parser(installed: bool) -> argparse.ArgumentParser:
                                  help="the groundkit version dvc.yaml was rendered for; another one refuses to run")
             command.add_argument("--code", action="append", default=[], metavar="PATH",
                                  help="a file or folder of this repository's own code that the stage imports "
-                                 "(a python: retriever), declared to DVC as a dependency")
+                                 "(a python: retriever or chunker), declared to DVC as a dependency")
         command.add_argument("--params", required=True, help="the params file")
         for port in (*stage.inputs, *stage.outputs):
             if isinstance(port, Output):
@@ -87,9 +90,9 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
         store = Store()
     code = _declared(args.code) if installed else None
     guards = code is not None and stage.code == "imports"
-    if guards:
+    if guards and stage.plugin is not None:
         assert params is not None  # a stage that imports a repository's code reads params
-        check_retriever_declared(params.retrieve.kind, code)
+        check_plugin_declared(params, stage.plugin, code)
     step = importlib.import_module(stage.step)
     with fewer_collections():
         result = step.run(**stage.arguments(given, params, store, code or ()))
@@ -139,24 +142,34 @@ def _undeclared_fix(file: Path, root: Path) -> str:
             "import it), commit dvc.yaml, and run again")
 
 
-def check_retriever_declared(kind: RetrieverKind, declared: Sequence[Path]) -> None:
-    """Before any work: a ``python:`` retriever found in this repository must be a declared dependency.
+def plugin_module(params: Params, key: str) -> tuple[str, str] | None:
+    """(module, spec) of the ``python:MODULE:FACTORY`` the params key ``key`` names, or None for another kind."""
+    section = key.partition(".")[0]
+    kind = getattr(params, section).kind
+    module = getattr(kind, "module", None) if kind.name == "python" else None
+    return (module, kind.spec) if module else None
+
+
+def check_plugin_declared(params: Params, key: str, declared: Sequence[Path]) -> None:
+    """Before any work: a ``python:`` retriever or chunker found in this repository must be a declared dependency.
 
     The module is located as the stage will import it (the working directory first) without running it.
     """
-    if not isinstance(kind, Python):
+    found = plugin_module(params, key)
+    if found is None:
         return
-    module, retriever = kind.module, kind.spec
+    module, spec = found
     root = Path.cwd().resolve()
-    spec = importlib.machinery.PathFinder.find_spec(module.split(".")[0], [str(root)])
-    if spec is None:
+    located = importlib.machinery.PathFinder.find_spec(module.split(".")[0], [str(root)])
+    if located is None:
         return  # not in this repository: an installed package, versioned by whoever installs it
-    origin = spec.origin if spec.has_location else None
-    folders = list(spec.submodule_search_locations or [])
+    origin = located.origin if located.has_location else None
+    folders = list(located.submodule_search_locations or [])
     file = _repository_file(folders[0] if folders else origin, root)
     if file is not None and not _covered(file, declared):
+        what = "chunker" if key.startswith("chunk.") else "retriever"
         raise RepositoryError(
-            file.relative_to(root), f"holds the retriever {retriever!r} but is not a dependency of this stage in "
+            file.relative_to(root), f"holds the {what} {spec!r} but is not a dependency of this stage in "
             "dvc.yaml, so DVC would not re-run the stage when it changes, and a queued experiment could report "
             "numbers of other code", fix=_undeclared_fix(file, root))
 

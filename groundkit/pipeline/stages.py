@@ -43,6 +43,8 @@ class Artifact:
         dvc: How dvc.yaml declares it: ``outs``, ``metrics`` (``dvc metrics``) or ``plots``.
         cache: False for the small files kept in git rather than DVC's cache (``cache: false``).
         plot: The ``dvc plots`` options of a ``plots`` artifact, in the order dvc.yaml shows them.
+        persist: Declared ``persist: true``, which keeps DVC's run cache from ever serving its stage (see the
+            chunk stage's note).
     """
 
     path: str
@@ -51,6 +53,7 @@ class Artifact:
     dvc: Literal["outs", "metrics", "plots"] = "outs"
     cache: bool = True
     plot: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    persist: bool = False
 
     @property
     def name(self) -> str:
@@ -119,10 +122,12 @@ class Stage:
         step_params: ``run`` parameter -> the params section it receives ("" for the whole params).
         sets: Params keys repeated on the command line as ``--set KEY=${KEY}`` (see ``note``).
         note: Why the stage looks the way it does (a comment above it in dvc.yaml).
-        code: What the stage does with a repository's own code (a ``python:`` retriever) where groundkit is
-            installed (``groundkit init``): ``imports`` it (dvc.yaml lists the code as dependencies and on the
-            command line, and the stage refuses a module of the repository it does not cover), ``checks``
-            that it is there (on the command line only), or None.
+        code: What the stage does with a repository's own code (a ``python:`` retriever or chunker) where
+            groundkit is installed (``groundkit init``): ``imports`` it (dvc.yaml lists the code as dependencies
+            and on the command line, and the stage refuses a module of the repository it does not cover),
+            ``checks`` that it is there (on the command line only), or None.
+        plugin: The params key whose ``python:MODULE:FACTORY`` value the stage imports (``chunk.strategy``,
+            ``retrieve.retriever``): that module must lie in the declared code before the stage starts.
         in_process: False for a stage only DVC runs; ``groundkit run`` skips it.
         reads_params: False for a stage whose command line carries all it needs: it neither loads params.yaml
             nor imports what loading it takes (pydantic, YAML), so it starts with the standard library alone.
@@ -138,6 +143,7 @@ class Stage:
     sets: tuple[str, ...] = ()
     note: str | None = None
     code: Literal["imports", "checks"] | None = None
+    plugin: str | None = None
     in_process: bool = True
     reads_params: bool = True
 
@@ -179,8 +185,8 @@ DOCUMENTS = Artifact("build/documents.jsonl", "the corpus snapshot", sealed=True
 GOLD_SPANS = Artifact("build/gold_spans.jsonl", "the judgments with every quote resolved to a span", sealed=True)
 SPAN_SOURCES = Artifact("build/span_sources.json", "the SHA-256 of the corpus and judgments the spans were "
                         "resolved from")
-CHUNKS = Artifact("build/chunks.jsonl", "the chunks", sealed=True)
-CHUNKING = Artifact("build/chunking.json", "the chunk params the chunks were cut with")
+CHUNKS = Artifact("build/chunks.jsonl", "the chunks", sealed=True, persist=True)
+CHUNKING = Artifact("build/chunking.json", "the chunk params the chunks were cut with", persist=True)
 INDEX = Artifact("build/index", "the BM25 index (a folder)")
 EMBEDDINGS = Artifact("build/embeddings", "the chunk embeddings, or a manifest saying none were needed (a folder)")
 RUN = Artifact("build/run.trec", "the run (TREC)", sealed=True)
@@ -253,9 +259,15 @@ STAGES: tuple[Stage, ...] = (
         params=("chunk",),
         step_params={"params": "chunk"},
         sets=("chunk.strategy", "chunk.size", "chunk.overlap"),
+        code="imports",
+        plugin="chunk.strategy",
         note="The chunk values are repeated on the command line on purpose: DVC's\n"
              "run-cache key drops every param named `size`, so without them a run with\n"
-             "a new chunk.size could be served the chunks of an old one.",
+             "a new chunk.size could be served the chunks of an old one. A library's\n"
+             "own `size` in chunk.options cannot be carried so (DVC cannot quote a\n"
+             "mapping into a command), so the outputs are `persist`: DVC's run cache\n"
+             "never serves this stage, which re-chunks instead. A python: chunker's\n"
+             "module is a dependency where groundkit init wrote this file (`--code`).",
     ),
     Stage(
         name="index",
@@ -292,6 +304,7 @@ STAGES: tuple[Stage, ...] = (
         params=("retrieve", *sections_read()),
         step_params={"params": ""},
         code="imports",
+        plugin="retrieve.retriever",
         note="retrieve.run is read only when retrieve.retriever is external, but DVC\n"
              "cannot make a dependency conditional, so params.yaml points it at an\n"
              "existing file. A python: retriever's module is a dependency where\n"

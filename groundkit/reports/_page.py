@@ -33,7 +33,7 @@ svg .label{font-size:12px;fill:#1f2328}svg .legend{font-size:12px;fill:#1f2328}
 #query-table th.sorted-desc::after{content:" ▼"}
 #query-table tbody tr.q{cursor:pointer}#query-table tbody tr.q:hover{background:#f6f8fa}
 tr.q.open{background:#ddf4ff}.tag{display:inline-block;border-radius:10px;padding:0 7px;font-size:12px;margin-right:4px}
-.tag.up{background:#dafbe1;color:#1a7f37}.tag.down{background:#ffebe9;color:#cf222e}.tag.missed{background:#fff1e5;
+.prefix{background:#eaeef2;color:#57606a;font-style:italic}.tag.up{background:#dafbe1;color:#1a7f37}.tag.down{background:#ffebe9;color:#cf222e}.tag.missed{background:#fff1e5;
 color:#bc4c00}.tag.no_answer{background:#eaeef2}.detail td{background:#fbfcfd;padding:12px 16px}
 .detail h4{margin:12px 0 4px}.quote,.passage{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:12.5px;
 border-left:3px solid var(--line);padding:4px 8px;margin:4px 0}mark{background:var(--mark);padding:0}
@@ -181,7 +181,7 @@ SCRIPT = r"""
     }
     const gold = q.gold || [];
     rows.forEach(([id, otherRank, terms], i) => {
-      const [doc, start, end] = data.passages[id];
+      const [doc, start, end, prefix] = data.passages[id];
       const p = {doc, start, end, cut: end - start > data.limits.passage};
       p.text = slice(doc, start, p.cut ? start + data.limits.passage : end);
       const overlaps = gold.map((g, n) => [g, n]).filter(([g]) => g.doc === p.doc && g.start < p.end && p.start < g.end);
@@ -193,6 +193,8 @@ SCRIPT = r"""
         else meta.append(" ", el("span", {class: "tag up"}, `holds quote ${n + 1}`));
       }
       const text = el("div", {class: "passage" + (overlaps.length ? " hit" : "")});
+      if (prefix) text.append(el("span", {class: "prefix", title: "context prefix (chunk.context): indexed and read, "
+        + "never gold"}, prefix));
       text.append(marked(p.text, p.start, overlaps.map(([g]) => [g.start, g.end]), terms));
       if (p.cut) text.append(" … (cut)");
       box.append(meta, text);

@@ -214,7 +214,7 @@ def mismatch(evidence: Evidence, query_ids: Sequence[str], first_gold_rank: Sequ
                     f"{'none' if math.isinf(expected) else int(expected)}: they are from another run")
         ranking = evidence.rankings.get(query_id, [])
         for k, column in (context or {}).items():
-            chars = sum(evidence.passages[p].length for p in ranking[:k])
+            chars = sum(evidence.passages[p].read_length for p in ranking[:k])
             if not math.isnan(column[i]) and abs(column[i] - chars) > 0.5:
                 return (f"their top {k} passages for query {query_id!r} hold {chars} characters, per_query.csv "
                         f"says {column[i]:.0f}: they are from another run")

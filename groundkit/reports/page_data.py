@@ -304,7 +304,9 @@ def _top(evidence: Evidence, other: Evidence | None, query_id: str, k: int,
     for passage_id in ranking[:k]:
         passage = evidence.passages[passage_id]
         if passage_id not in passages:
-            passages[passage_id] = [passage.document, passage.start, passage.end]
+            # A chunk's context prefix (chunk.context) rides along, for the page to mark: it was read, not gold.
+            prefix = getattr(passage, "prefix", "")
+            passages[passage_id] = [passage.document, passage.start, passage.end, *([prefix] if prefix else [])]
             texts.need(passage.document, passage.start, min(passage.end, passage.start + PASSAGE_CHARS), passage.text)
         shown = passage.text[:PASSAGE_CHARS]
         rows.append([passage_id, elsewhere.get(passage_id) if other is not None else None,

@@ -18,12 +18,15 @@ under both settings shows how much of a sweep's gain is overlap inflation.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groundkit.corpus.chunking.kinds import ChunkerKind
+from groundkit.corpus.chunking.kinds import parse as parse_chunker
 from groundkit.errors import CompareError, MeasureError, SweepError
 from groundkit.reports.compare import answerable_ids, check_alpha, check_correction, metric_matrix
 from groundkit.reports.compare import rows_of as side_rows
@@ -42,14 +45,32 @@ OVERLAP_KEY = "score.min_overlap"
 IGNORED = ("execution.", "score.measures", "score.headline")
 """Params that change no number of a configuration (or only which numbers are kept)."""
 
-UNUSED = {("chunk.strategy", "document"): ("chunk.size", "chunk.overlap")}
-"""Params a value of another makes meaningless: a whole document is one chunk, whatever chunk.size says."""
+SIZED = ("chunk.size", "chunk.overlap")
+"""Params a chunker uses only when it declares them its own (``ChunkerKind.sized``): a whole document is one
+chunk, and a library's or a python: chunker's sizes are in chunk.options, whatever chunk.size says."""
+
+CHUNK_DEFAULTS = {"chunk.context": "none"}
+"""Chunk params run.json leaves out while unset (``ChunkParams.recorded``), read as their value."""
 
 
-def shown_params(params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` less those another param's value leaves unused (:data:`UNUSED`), shown as None."""
-    unused = {key for (name, value), keys in UNUSED.items() if params.get(name) == value for key in keys}
-    return {key: (None if key in unused else value) for key, value in params.items()}
+def _chunker(params: dict[str, Any]) -> ChunkerKind | None:
+    strategy = params.get("chunk.strategy", "fixed")
+    try:
+        return parse_chunker(strategy) if isinstance(strategy, str) else None
+    except ValueError:
+        return None
+
+
+def shown_params(params: dict[str, Any], recorded: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``params`` less those the chunker leaves unused (:data:`SIZED`), shown as None; sizes in tokens say so.
+
+    ``recorded`` is the run's whole params (flat), for the strategy when ``params`` does not vary it.
+    """
+    kind = _chunker({**(recorded or {}), **params})
+    unused = set(SIZED) if kind is not None and not kind.sized else set()
+    unit = " tokens" if kind is not None and kind.unit == "tokens" else ""
+    return {key: (None if key in unused else f"{value}{unit}" if key in SIZED and value is not None and unit
+                  else value) for key, value in params.items()}
 
 
 @dataclass
@@ -62,8 +83,11 @@ class Config:
 
     @property
     def label(self) -> str:
-        """``size=400 overlap=100``: the varied params by their last name (those used), or the revision's name."""
-        return " ".join(f"{key.rsplit('.', 1)[-1]}={value}" for key, value in shown_params(self.params).items()
+        """``strategy=recursive size=400 overlap=100 context=headings``: the varied params by their last name
+        (those used; a chunker's option by its key), sizes in tokens said so, or the revision's name."""
+        recorded = _flat(self.side.metadata.get("params", {}))
+        return " ".join(f"{key.rsplit('.', 1)[-1]}={_value(value)}"
+                        for key, value in shown_params(self.params, recorded).items()
                         if value is not None) or self.name
 
 
@@ -114,6 +138,11 @@ class SweepView:
     left_out: list[tuple[str, str]] = field(default_factory=list)
 
 
+def _value(value: Any) -> str:
+    """A param's value in a label: a list (a chunker's separators) as JSON, so a line break reads as \\n."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, list | dict) else str(value)
+
+
 def _flat(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in params.items():
@@ -121,6 +150,8 @@ def _flat(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
             flat.update(_flat(value, f"{prefix}{key}."))
         else:
             flat[f"{prefix}{key}"] = value
+    if not prefix and "chunk.strategy" in flat:
+        flat = {**CHUNK_DEFAULTS, **flat}
     return flat
 
 

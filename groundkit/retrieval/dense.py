@@ -183,7 +183,7 @@ def save_embeddings(directory: str | Path, chunks: Sequence[Chunk], params: Dens
         return save_no_embeddings(directory)
     with atomic_directory(directory) as tmp:
         encoder = encoder or Encoder(params)
-        texts = [c.text for c in chunks]
+        texts = [c.indexed_text for c in chunks]
         vectors = encode(encoder, texts) if encode is not None else encoder.encode(texts, progress=progress)
         np.save(tmp / "embeddings.npy", vectors, allow_pickle=False)
         manifest = {

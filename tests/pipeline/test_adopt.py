@@ -84,10 +84,13 @@ def test_the_installed_layout_runs_groundkit_stage_and_depends_on_no_groundkit_f
     for name, stage in stages.items():
         assert stage["cmd"].startswith(f"groundkit stage {name} --groundkit-version 1.2.3"), name
         assert not {"groundkit", "stages"} & set(stage.get("deps", [])), name
-    # The team's code: a dependency of the stage that imports it; check-inputs only checks it is there.
-    assert "retrievers" in stages["retrieve"]["deps"] and "--code 'retrievers'" in stages["retrieve"]["cmd"]
+    # The team's code: a dependency of the stages that import it (a python: retriever, a python: chunker);
+    # check-inputs only checks it is there.
+    for importing in ("chunk", "retrieve"):
+        assert "retrievers" in stages[importing]["deps"] and "--code 'retrievers'" in stages[importing]["cmd"]
     assert "deps" not in stages["check-inputs"] and "--code 'retrievers'" in stages["check-inputs"]["cmd"]
-    assert not any("retrievers" in stage.get("deps", []) for name, stage in stages.items() if name != "retrieve")
+    assert not any("retrievers" in stage.get("deps", []) for name, stage in stages.items()
+                   if name not in ("chunk", "retrieve"))
     # Outputs, params and plots are those of groundkit's own pipeline.
     own = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))
     for name, stage in stages.items():
@@ -331,12 +334,13 @@ def test_the_teams_retriever_is_a_dependency_of_the_retrieve_stage(tmp_path):
     declared = yaml.safe_load((repo / "dvc.yaml").read_text(encoding="utf-8"))["stages"]["retrieve"]["deps"]
     assert "retrievers" in declared
     run(["dvc", "repro"], repo)
-    # Editing the retriever re-runs retrieve (and what follows it), nothing before it.
+    # Editing the retriever re-runs retrieve (and what follows it), and chunk, which depends on the same
+    # declared code (a python: chunker may live there); the chunks are the same bytes, so index does not.
     shortest = LONGEST.replace("float(len(c.text))", "float(-len(c.text))")
     (repo / "retrievers" / "longest.py").write_text(shortest, encoding="utf-8")
     again = run(["dvc", "repro"], repo)
     ran = {line.split("'")[1] for line in (again.stdout + again.stderr).splitlines() if "Running stage" in line}
-    assert ran == {"retrieve", "score", "report"}
+    assert ran == {"chunk", "retrieve", "score", "report"}
     # A module of the repository imported from the retriever but not declared fails the stage, named.
     (repo / "helpers.py").write_text("FLIP = 1\n", encoding="utf-8")
     (repo / "retrievers" / "longest.py").write_text("import helpers\n" + LONGEST, encoding="utf-8")
@@ -344,3 +348,55 @@ def test_the_teams_retriever_is_a_dependency_of_the_retrieve_stage(tmp_path):
     assert failed.returncode != 0
     assert "helpers.py: was imported by this stage (module 'helpers') but is not one of its dependencies" in \
         failed.stdout + failed.stderr
+
+
+PARAGRAPHS = """\
+def make(options):
+    class Paragraphs:
+        def split(self, text):
+            parts = [part for part in text.split("\\n") if part.strip()]
+            return parts[:options["size"]]
+
+    return Paragraphs()
+"""
+
+LINES = PARAGRAPHS.replace('"\\n"', '" "')
+
+
+def _ran(result: subprocess.CompletedProcess[str]) -> set[str]:
+    return {line.split("'")[1] for line in (result.stdout + result.stderr).splitlines() if "Running stage" in line}
+
+
+@pytest.mark.integration
+def test_a_chunker_switched_in_by_set_is_a_dependency_of_the_experiments_chunk_stage(tmp_path):
+    repo = team_repo(tmp_path)
+    (repo / "chunkers").mkdir()
+    (repo / "chunkers" / "__init__.py").write_text("", encoding="utf-8")
+    (repo / "chunkers" / "para.py").write_text(PARAGRAPHS, encoding="utf-8")
+    (repo / "chunkers" / "lines.py").write_text(LINES, encoding="utf-8")
+    groundkit("init", "--corpus", "data/docs", "--judgments", "data/judgments.jsonl", "--code", "chunkers", cwd=repo)
+    stage = yaml.safe_load((repo / "dvc.yaml").read_text(encoding="utf-8"))["stages"]["chunk"]
+    assert "chunkers" in stage["deps"] and "--code 'chunkers'" in stage["cmd"]
+    assert all(next(iter(out.values())) == {"persist": True} for out in stage["outs"])
+    text = (repo / "params.yaml").read_text(encoding="utf-8")
+    (repo / "params.yaml").write_text(text.replace("strategy: fixed ", "strategy: python:chunkers.para:make ")
+                                      .replace("options: {}", "options: {size: 1}"), encoding="utf-8")
+    run(["dvc", "repro"], repo)
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-qm", "groundkit"], repo)
+    chunks = repo / "build" / "chunks.jsonl"
+    first = chunks.read_text(encoding="utf-8")
+    # An option named size, which DVC's run-cache key drops: the run cache holds size 1's chunks under the key
+    # size 2 has too, and would serve them; the stage runs instead.
+    assert "chunk" in _ran(run(["dvc", "exp", "run", "-S", "chunk.options.size=2"], repo))
+    assert chunks.read_text(encoding="utf-8").count("\n") > first.count("\n")
+    # A module switched in by -S is a dependency of the experiment's chunk stage: editing it re-chunks.
+    switch = ["dvc", "exp", "run", "-S", "chunk.strategy=python:chunkers.lines:make", "-S", "chunk.options.size=9"]
+    assert "chunk" in _ran(run(switch, repo))
+    lines = chunks.read_text(encoding="utf-8")
+    (repo / "chunkers" / "lines.py").write_text(LINES.replace('options["size"]', '2'), encoding="utf-8")
+    assert "chunk" in _ran(run(switch, repo))
+    assert chunks.read_text(encoding="utf-8") != lines
+    assert "chunk" not in _ran(run(switch, repo))
+    # groundkit init finds the chunker params.yaml names and declares its package, as it does a retriever's.
+    assert adopt._plugin_code(repo) == ["chunkers"]

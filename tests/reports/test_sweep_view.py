@@ -138,3 +138,33 @@ def test_bad_options_are_one_message(sweep_clone, tmp_path, args, fragment):
     result = run(["groundkit", "sweep", "--out", str(tmp_path / "v"), *args], sweep_clone.repo, check=False)
     assert result.returncode == 1 and fragment in result.stderr and "fix:" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "v").exists()
+
+
+def _config(params: dict, varied: list[str]):
+    from groundkit.reports.sweep_view import Config, _flat
+
+    side = _side("rev", params)
+    return Config("rev", {key: _flat(params).get(key) for key in varied}, side)
+
+
+def test_labels_name_the_strategy_its_sizes_and_context_and_say_tokens():
+    varied = ["chunk.size", "chunk.context", "chunk.strategy"]
+    recursive = {"chunk": {"strategy": "recursive", "size": 400, "overlap": 40, "context": "headings"}}
+    assert _config(recursive, [*varied, "chunk.overlap"]).label == \
+        "size=400 context=headings strategy=recursive overlap=40"
+    # run.json leaves an unset context out: it reads as none
+    assert _config({"chunk": {"strategy": "sentence", "size": 800, "overlap": 0}}, varied).label == \
+        "size=800 context=none strategy=sentence"
+    assert _config({"chunk": {"strategy": "tokens", "size": 256, "overlap": 32}}, [*varied, "chunk.overlap"]).label \
+        == "size=256 tokens context=none strategy=tokens overlap=32 tokens"
+    # the strategy need not vary for the unit to be said
+    assert _config({"chunk": {"strategy": "tokens", "size": 128, "overlap": 0}}, ["chunk.size"]).label == \
+        "size=128 tokens"
+    # an adapter's sizes are its options; chunk.size is not its own, and is not shown
+    adapter = {"chunk": {"strategy": "langchain:RecursiveCharacterTextSplitter", "size": 800, "overlap": 0,
+                         "options": {"chunk_size": 300, "separators": ["\n\n", " "]}}}
+    assert _config(adapter, ["chunk.size", "chunk.strategy", "chunk.options.chunk_size",
+                             "chunk.options.separators"]).label == (
+        'strategy=langchain:RecursiveCharacterTextSplitter chunk_size=300 separators=["\\n\\n", " "]')
+    assert _config({"chunk": {"strategy": "document", "size": 800, "overlap": 0}}, varied).label == \
+        "context=none strategy=document"

@@ -24,7 +24,7 @@ def run(documents: Path, params: ChunkParams, out_chunks: Path, out_chunking: Pa
     store.write_models(out_chunks, chunks, Chunk)
     store.write_provenance(out_chunking, Provenance(stage=written_by(CHUNKING),
                                                     inputs={"documents": store.sha256(documents)},
-                                                    params={"chunk": params.model_dump(mode="json")}))
+                                                    params={"chunk": params.recorded()}))
     return chunks
 
 

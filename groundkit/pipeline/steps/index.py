@@ -25,7 +25,7 @@ def run(chunks: Path, params: BM25Params, out_index: Path, *, store: Store, toke
     than memory can be built (bm25.write_index spills what it counted to disk). The manifest records
     the tokenizer.
     """
-    records = ((c.chunk_id, c.document, c.start_offset, c.text)
+    records = ((c.chunk_id, c.document, c.start_offset, c.indexed_text)
                for c in store.iter_models(chunks, Chunk, producer=written_by(CHUNKS)))
     tokenizer = tokenizer or TokenizeParams()
     with open_engine(execution or ExecutionParams()) as engine:

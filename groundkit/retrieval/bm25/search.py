@@ -118,7 +118,7 @@ class BM25Index:
         """Tokenize and index ``chunks`` in memory; their order is kept as the row order."""
         tokenizer = tokenizer or TokenizeParams()
         table = _RowTable()
-        records = ((c.chunk_id, c.document, c.start_offset, c.text) for c in chunks)
+        records = ((c.chunk_id, c.document, c.start_offset, c.indexed_text) for c in chunks)
         stats, counted = _count_all(records, table.add, tokenizer, segment_rows, spill=None, total=len(chunks))
         segments = [weigh_segment(counts, stats, k1=k1, b=b) for counts in counted]
         index = cls(k1=k1, b=b, vocab=stats.vocab, table=table.arrays(), documents=table.documents,

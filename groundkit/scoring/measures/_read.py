@@ -2,9 +2,11 @@
 
 At the top k, a reader reads the first k passages whole. At a budget of B characters, it reads the
 ranking's passages concatenated in rank order and cut at B: the passage the budget cuts counts only
-for its first characters. ``read`` is those ranges; ``chars`` the characters read, a passage read twice
-counted twice; ``held`` the characters of the gold (the union of the query's gold spans, per document)
-that the union of the ranges read covers.
+for its first characters. A chunk's context prefix (``chunk.context``) is read before its text: it counts
+as read (it takes its share of B) but is no document text, so it never covers gold. ``read`` is the
+document ranges read; ``read_chars`` the characters read, prefixes included, a passage read twice counted
+twice; ``held`` the characters of the gold (the union of the query's gold spans, per document) that the
+union of the ranges read covers.
 """
 
 from __future__ import annotations
@@ -25,10 +27,19 @@ def read(passages: Sequence[Passage], cut: Cut) -> list[Range]:
     for p in passages:
         if used >= cut.value:
             break
-        visible = min(p.length, cut.value - used)
-        ranges.append((p.document, p.start, p.start + visible))
+        visible = min(p.read_length, cut.value - used)
+        shown = visible - p.prefix_length  # the prefix is read first
+        if shown > 0:
+            ranges.append((p.document, p.start, p.start + shown))
         used += visible
     return ranges
+
+
+def read_chars(passages: Sequence[Passage], cut: Cut) -> int:
+    """Characters read at ``cut``, prefixes included: what precision and IoU divide by."""
+    if cut.kind is Cutoff.RANK:
+        return sum(p.read_length for p in passages[:cut.value])
+    return min(sum(p.read_length for p in passages), cut.value)
 
 
 def chars(ranges: Iterable[Range]) -> int:
@@ -80,5 +91,6 @@ def held_at(run: QueryRun, cut: Cut) -> tuple[int, int, int]:
     key = ("held", cut)
     found = run.shared.get(key)
     if found is None:
-        found = run.shared[key] = held(read(run.passages, cut), run.spans)
+        covered, gold_size, _ = held(read(run.passages, cut), run.spans)
+        found = run.shared[key] = (covered, gold_size, read_chars(run.passages, cut))
     return found  # type: ignore[return-value]

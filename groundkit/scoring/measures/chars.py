@@ -17,7 +17,7 @@ def context_chars_at_k(passages: Sequence[Passage], k: int) -> int:
     """Characters of context in the top ``k`` passages."""
     if k <= 0:
         raise ValueError(f"k must be positive, got {k}")
-    return sum(passage.length for passage in passages[:k])
+    return sum(passage.read_length for passage in passages[:k])
 
 
 def _chars(run: QueryRun, cut: Cut | None) -> float:

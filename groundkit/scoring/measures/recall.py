@@ -30,11 +30,11 @@ def budget_hit(passages: Sequence[Passage], gold: Sequence[Passage], budget: int
         raise ValueError(f"budget must be positive, got {budget}")
     used = 0
     for passage in passages:
-        visible = budget - used
+        visible = budget - used - passage.prefix_length  # its own characters past a context prefix
         for span in gold:  # a plain loop: a generator per passage was a fifth of scoring's time
-            if relevance.holds(passage, span, within=visible):
+            if visible > 0 and relevance.holds(passage, span, within=visible):
                 return 1.0
-        used += passage.length
+        used += passage.read_length
         if used >= budget:
             break
     return 0.0
@@ -58,9 +58,9 @@ def budget_needed(passages: Sequence[Passage], gold: Sequence[Passage],
         for span in gold:
             if relevance.holds(passage, span):
                 # The visible prefix must reach `relevance.needed(span)` characters of the span.
-                at = used + max(span.start - passage.start, 0) + relevance.needed(span)
+                at = used + passage.prefix_length + max(span.start - passage.start, 0) + relevance.needed(span)
                 needed = at if needed is None else min(needed, at)
-        used += passage.length
+        used += passage.read_length
     return needed
 
 

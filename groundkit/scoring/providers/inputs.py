@@ -70,13 +70,13 @@ def head(ranking: Sequence[str], passages: Mapping[str, Passage], k: int, budget
     reads past this head.
     """
     out = [passages[passage_id] for passage_id in ranking[:k]]
-    used = sum(p.end - p.start for p in out)
+    used = sum(p.read_length for p in out)  # a chunk's context prefix (chunk.context) is read too
     for passage_id in ranking[k:]:
         if used >= budget:
             break
         passage = passages[passage_id]
         out.append(passage)
-        used += passage.end - passage.start
+        used += passage.read_length
     return out
 
 

@@ -457,7 +457,13 @@ class VectorisedProvider:
         rank_metrics = [m for m in metrics if self._rank_function(m) is not None]
         character_metrics = [m for m in metrics if self._rank_function(m) is None]
         out = self.ranked(rank_metrics, Ranked.from_labels(retrieved, labels)) if rank_metrics else {}
-        if character_metrics:
+        if character_metrics and any(p.prefix_length for p in retrieved.passages.values()):
+            # Chunks carrying a context prefix (chunk.context) read characters that are not the document's: the
+            # per-query definitions count them (read, never gold); the flat rows here know only document spans.
+            from groundkit.scoring.providers.per_query import PER_QUERY
+
+            out.update(PER_QUERY.compute(character_metrics, retrieved, labels))
+        elif character_metrics:
             k, budget = reach(character_metrics)
             read = Read.from_labels(retrieved, labels, k, budget)
             for metric in character_metrics:

@@ -21,14 +21,15 @@ from tests.conftest import REPO
 PACKAGE = REPO / "groundkit"
 
 # Lowest first; a module may import from its own layer or any below it, never from above.
-LAYERS = ("infrastructure", "config", "corpus", "retrieval", "execution", "scoring", "pipeline", "reports", "api",
-          "cli")
+LAYERS = ("infrastructure", "config", "corpus", "retrieval", "execution", "scoring", "pipeline", "reports", "labels",
+          "api", "cli")
 INFRASTRUCTURE = {"groundkit.errors"}  # and every private groundkit._name module
 # The table of retriever kinds is configuration: it says what retrieve.retriever may name, and config
 # validates params against it. It imports no retriever's code: each kind names its builder as a string.
 # The report stage's step renders a report: it lives with the steps, the stage table names it as a
 # string, and no pipeline module imports it.
-PLACED = {"groundkit.retrieval.kinds": "config", "groundkit.scoring.names": "config",
+# A judge's name (judge.model) is parsed by config too: the parser is a leaf of its own.
+PLACED = {"groundkit.retrieval.kinds": "config", "groundkit.scoring.names": "config", "groundkit.labels.spec": "config",
           "groundkit.pipeline.steps.report": "reports"}
 
 

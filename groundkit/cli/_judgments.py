@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from groundkit.cli._common import add_selection, categories, corpus_by_path
+from groundkit.cli._labels import add as add_label_commands
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -381,6 +382,7 @@ def add(commands: Any) -> None:
                         help=f"the least similarity --write applies (default {_repair_threshold()})")
     add_selection(repair)
     repair.set_defaults(handler=_cmd_judgments_repair)
+    add_label_commands(actions)
 
     pool = commands.add_parser(
         "pool", help="the top passages of several runs that overlap no gold quote, as a review sheet; judged@k",

@@ -156,6 +156,51 @@ def _summary(tally: Any, args: argparse.Namespace, out: Path, pool_file: Path) -
         print(f"note: {plain(line)}", file=sys.stderr)
 
 
+def _cmd_propose(args: argparse.Namespace) -> int:
+    from groundkit._atomic import atomic_write_text
+    from groundkit._progress import bar
+    from groundkit.cli._common import corpus_by_path
+    from groundkit.config import load_params
+    from groundkit.corpus.chunking import chunk_documents
+    from groundkit.corpus.judgments import Category
+    from groundkit.errors import JudgeError, ParamsError
+    from groundkit.labels import proposing
+
+    if args.n < 1:
+        raise ParamsError("--n", f"is {args.n}", fix="propose at least one question, e.g. --n 200")
+    if args.seed < 0:
+        raise ParamsError("--seed", f"is {args.seed}", fix="give a seed of 0 or more, e.g. --seed 1")
+    out = Path(args.out)
+    _check_out(out, "judgments propose", args.force, {"the corpus folder": args.corpus})
+    corpus = corpus_by_path(args.corpus, args)
+    params = load_params(args.params, args.set)
+    drawn = proposing.draw(chunk_documents(corpus.values(), params.chunk), args.n, args.seed)
+    judge = _judge_of(args)
+    try:
+        if not judge.can_propose():
+            raise JudgeError(f"judge {judge.id!r} has no propose(passage) method",
+                             fix="add propose(passage) -> {\"query\": ..., \"quote\": ...} | None to the judge")
+        tally = proposing.ProposeTally(drawn=len(drawn))
+        judgments = proposing.propose(judge, _cache_of(args, out), drawn, corpus, Category(args.category), tally,
+                                      progress=lambda: bar(total=len(drawn), desc="propose", unit="call"))
+    finally:
+        judge.close()
+    from groundkit.labels._safe import on_terminal
+
+    for line in tally.notes:
+        print(f"note: {on_terminal(line)}", file=sys.stderr)
+    if not judgments:
+        raise JudgeError(f"none of the {len(drawn)} proposals has a quote that resolves in its passage",
+                         fix="read the notes above; try another judge or prompt (judge.propose_prompt)")
+    atomic_write_text(out, "".join(j.to_json() + "\n" for j in judgments))
+    print(f"{len(drawn)} passages drawn (seed {args.seed}): {tally.calls} calls made, {tally.cache_hits} answered "
+          f"from the cache, {tally.tokens} tokens used")
+    print(f"{tally.kept} questions kept, {tally.discarded} discarded (quote not in its passage, or not unique), "
+          f"{tally.none} passages without a question, {tally.repeated} questions repeated")
+    print(f"machine judgments written to {out}")
+    return 0
+
+
 def add(actions: Any) -> None:
     """Add ``judge``, ``propose``, ``sample`` and ``review`` to ``groundkit judgments``."""
     judge = actions.add_parser(
@@ -180,6 +225,22 @@ def add(actions: Any) -> None:
                        "estimate of the tokens; call nothing, write nothing")
     judge.add_argument("--force", action="store_true", help="replace machine judgments written before at --out")
     judge.set_defaults(handler=_cmd_judge)
+
+    propose = actions.add_parser(
+        "propose", help="questions from passages, for a team with no query log: machine judgments whose quote resolves",
+        description="Draws --n passages (the corpus's chunks, as params.yaml's chunk section cuts them) across "
+        "documents with --seed, asks the judge for a question each answers and its verbatim quote, and writes the "
+        "proposals whose quote resolves as machine judgments.")
+    propose.add_argument("--corpus", required=True, help="directory of documents")
+    propose.add_argument("--n", type=int, required=True, help="how many passages to draw")
+    propose.add_argument("--seed", type=int, required=True, help="the seed of the drawing")
+    propose.add_argument("--out", required=True, help="the machine judgments file (JSONL) to write")
+    _judge_options(propose)
+    propose.add_argument("--category", default="factoid", choices=[c.value for c in categories() if
+                                                                    c.value != "no_answer"],
+                         help="the category of the judgments written (default factoid)")
+    propose.add_argument("--force", action="store_true", help="replace machine judgments written before at --out")
+    propose.set_defaults(handler=_cmd_propose)
 
 
 def _judge_options(parser: argparse.ArgumentParser) -> None:

@@ -61,7 +61,6 @@ class Proposal:
 
     query: str
     quote: str
-    tokens: int = 0
 
 
 def _shown(value: object) -> str:
@@ -115,7 +114,8 @@ class Judge:
     def judge(self, query: str, passage: str) -> Verdict:
         raise NotImplementedError
 
-    def propose(self, passage: str) -> Proposal | None:
+    def propose(self, passage: str) -> tuple[Proposal | None, int]:
+        """A question about ``passage`` (None: the judge saw none) and the tokens the call took."""
         raise NotImplementedError
 
     def can_propose(self) -> bool:
@@ -183,10 +183,10 @@ class OpenAIJudge(Judge):
         raw, tokens = self._ask(self._judge.substitute(query=query, passage=passage), JUDGE_SCHEMA)
         return Verdict(*check_verdict(raw), tokens=tokens)
 
-    def propose(self, passage: str) -> Proposal | None:
+    def propose(self, passage: str) -> tuple[Proposal | None, int]:
         raw, tokens = self._ask(self._propose.substitute(passage=passage), PROPOSE_SCHEMA)
         found = check_proposal(raw)
-        return None if found is None else Proposal(*found, tokens=tokens)
+        return (None if found is None else Proposal(*found)), tokens
 
     def estimate_tokens(self, query: str, passage: str) -> int:
         return len(self._judge.substitute(query=query, passage=passage)) // 4 + 1
@@ -240,9 +240,9 @@ class PythonJudge(Judge):
     def can_propose(self) -> bool:
         return callable(getattr(self._inner, "propose", None))
 
-    def propose(self, passage: str) -> Proposal | None:
+    def propose(self, passage: str) -> tuple[Proposal | None, int]:
         found = check_proposal(self._run(lambda: self._inner.propose(passage), "propose(passage)"))
-        return None if found is None else Proposal(*found)
+        return (None if found is None else Proposal(*found)), 0
 
 
 def build_judge(params: JudgeParams, *, spec: str | None = None, base_url: str | None = None,

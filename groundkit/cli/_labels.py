@@ -201,6 +201,94 @@ def _cmd_propose(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sample(args: argparse.Namespace) -> int:
+    from groundkit._atomic import atomic_write_text
+    from groundkit._outputs import check_file
+    from groundkit.errors import ParamsError
+    from groundkit.labels import sheet
+    from groundkit.labels.review import read_machine
+
+    machine = read_machine(args.machine)
+    population = len(machine.judgments)
+    if not 1 <= args.n <= population:
+        raise ParamsError("--n", f"is {args.n}; {args.machine} judges {population} queries",
+                          fix=f"draw from 1 to {population} queries")
+    if args.seed < 0:
+        raise ParamsError("--seed", f"is {args.seed}", fix="give a seed of 0 or more, e.g. --seed 1")
+    out = Path(args.out)
+
+    def is_sheet(path: Path) -> bool:
+        first = path.read_bytes().split(b"\n", 1)[0].decode("utf-8", "replace")
+        return first == ",".join(sheet.COLUMNS)
+
+    check_file(out, command="judgments sample", what="a review sheet", force=args.force, recognise=is_sheet,
+               inputs={"the machine judgments": machine.path})
+    drawn = sheet.draw([j.query_id for j in machine.judgments], args.n, args.seed)
+    text = sheet.sheet_text(drawn, machine.rows, seed=args.seed, of=machine.sha256)
+    atomic_write_text(out, text)
+    rows = sum(1 for row in machine.rows if row["query_id"] in set(drawn))
+    print(f"{args.n} of {population} machine-judged queries drawn (seed {args.seed}, uniformly without "
+          f"replacement), {rows} pooled passages to grade: {out}")
+    print("grade every row 0-3 (quote the shortest verbatim text for 1 or more), then: groundkit judgments review "
+          f"--apply {out} --machine {args.machine} --corpus DIR --judgments FILE")
+    return 0
+
+
+def _cmd_review(args: argparse.Namespace) -> int:
+    from groundkit.cli._common import corpus_by_path
+    from groundkit.corpus.authoring import canonical_text, locked, read_for_add, rewrite
+    from groundkit.labels.review import applied, merged_into, read_machine
+    from groundkit.labels.sheet import read_sheet
+
+    sheet_path, target = Path(args.apply), Path(args.judgments)
+    sheet = read_sheet(sheet_path)
+    machine = read_machine(args.machine)
+    if target.exists() and target.resolve() == machine.path.resolve():
+        from groundkit.errors import ReviewError
+
+        raise ReviewError(target, "is the machine judgments file: a person's labels never go into it",
+                          fix="name the human judgments file (corpus.judgments)")
+    corpus = corpus_by_path(args.corpus, args)
+    made = applied(sheet_path, sheet, machine, corpus)
+    with locked(target):
+        rewrite(target, canonical_text(merged_into(target, read_for_add(target), made)))
+    answerable = sum(1 for j in made if j.gold)
+    print(f"{len(made)} human judgments of the sample (seed {sheet.seed}, n {sheet.n}) written into {target}: "
+          f"{answerable} with gold, {len(made) - answerable} no_answer; {machine.path} left untouched")
+    _print_agreement(machine, made, corpus, args)
+    return 0
+
+
+def _print_agreement(machine: Any, human: list[Any], corpus: dict[str, Any], args: argparse.Namespace) -> None:
+    from groundkit.corpus.spans import resolve_judgments
+    from groundkit.labels.agreement import agreement, pairs, table
+
+    ids = {j.query_id for j in human}
+    resolved_machine = {j.query_id: j for j in resolve_judgments(
+        [j for j in machine.judgments if j.query_id in ids], corpus, judgments_path=machine.path,
+        corpus_root=args.corpus)}
+    resolved_human = {j.query_id: j for j in resolve_judgments(human, corpus, judgments_path=args.judgments,
+                                                               corpus_root=args.corpus)}
+    found = pairs(machine.rows, resolved_machine, resolved_human)
+    for line in table(agreement(found, replicates=args.bootstrap, seed=args.bootstrap_seed)):
+        print(line)
+
+
+def _cmd_agreement(args: argparse.Namespace) -> int:
+    from groundkit.cli._common import corpus_by_path
+    from groundkit.corpus.judgments import load_judgments
+    from groundkit.labels.review import read_machine
+
+    machine = read_machine(args.machine)
+    corpus = corpus_by_path(args.corpus, args)
+    machine_ids = {j.query_id for j in machine.judgments}
+    human = [j for j in load_judgments(args.judgments) if j.query_id in machine_ids]
+    print(f"{len(human)} of the {len(machine_ids)} machine-judged queries have a person's judgment in "
+          f"{args.judgments}")
+    _print_agreement(machine, human, corpus, args)
+    return 0
+
+
 def add(actions: Any) -> None:
     """Add ``judge``, ``propose``, ``sample`` and ``review`` to ``groundkit judgments``."""
     judge = actions.add_parser(
@@ -241,6 +329,50 @@ def add(actions: Any) -> None:
                          help="the category of the judgments written (default factoid)")
     propose.add_argument("--force", action="store_true", help="replace machine judgments written before at --out")
     propose.set_defaults(handler=_cmd_propose)
+
+    sample = actions.add_parser(
+        "sample", help="draw a uniformly random sample of machine-judged queries into a sheet for a person to grade",
+        description="Draws --n of the queries --machine judges (random.Random(--seed).sample over their sorted ids) "
+        "and writes one row per drawn query and pooled passage, with the judge's grade and quote and empty grade, "
+        "quote and note columns for the person; the drawing (seed, the SHA-256 of --machine, n) is in every row.")
+    sample.add_argument("--machine", required=True, help="the machine judgments file judgments judge wrote")
+    sample.add_argument("--n", type=int, required=True, help="how many queries to draw")
+    sample.add_argument("--seed", type=int, required=True, help="the seed of the drawing")
+    sample.add_argument("--out", required=True, help="the sheet (CSV) to write")
+    sample.add_argument("--force", action="store_true", help="replace a sheet written before at --out")
+    sample.set_defaults(handler=_cmd_sample)
+
+    review = actions.add_parser(
+        "review", help="apply a graded sample sheet: the person's judgments, and their agreement with the judge",
+        description="Writes, for each sampled query, a person's judgment (origin human, sample {seed, of, n}) "
+        "into --judgments, its gold the quotes graded 1 or more, each resolved exactly; the machine judgments stay "
+        "untouched. Prints Cohen's kappa with a bootstrap interval, the confusion matrix, weighted kappa over "
+        "grades and the share of quotes the person moved.")
+    review.add_argument("--apply", required=True, metavar="SHEET", help="the sheet judgments sample wrote, graded")
+    review.add_argument("--machine", required=True, help="the machine judgments it was drawn from")
+    review.add_argument("--corpus", required=True, help="directory of documents")
+    review.add_argument("--judgments", required=True, help="the human judgments file to write into "
+                        "(corpus.judgments; created if missing)")
+    _agreement_options(review)
+    review.set_defaults(handler=_cmd_review)
+
+    agree = actions.add_parser(
+        "agreement", help="agreement of machine judgments with a person's judgments of the same queries",
+        description="Over the pooled pairs of --machine whose query --judgments also judges: Cohen's kappa with a "
+        "bootstrap interval over queries, the confusion matrix, weighted kappa over grades, quotes moved.")
+    agree.add_argument("--machine", required=True, help="the machine judgments file judgments judge wrote")
+    agree.add_argument("--judgments", required=True, help="the person's judgments")
+    agree.add_argument("--corpus", required=True, help="directory of documents")
+    _agreement_options(agree)
+    agree.set_defaults(handler=_cmd_agreement)
+
+
+def _agreement_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap", type=int, default=2000, help="bootstrap replicates (default 2000)")
+    parser.add_argument("--bootstrap-seed", type=int, default=0, help="the bootstrap's seed (default 0)")
+    parser.add_argument("--params", default=None, help="params.yaml (corpus.include and corpus.exclude)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a parameter (repeatable)")
 
 
 def _judge_options(parser: argparse.ArgumentParser) -> None:

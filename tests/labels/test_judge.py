@@ -342,3 +342,36 @@ def test_a_fault_among_parallel_calls_stops_the_rest_and_keeps_what_was_answered
     assert cached(tmp_path) == answered >= 1
     assert requests <= 1 + 2 < total  # the calls not yet started when the fault came were never made
     no_key_anywhere(tmp_path, captured.out, captured.err)
+
+
+def test_a_prompt_of_your_own_is_used_and_its_digest_is_in_every_label_and_key(ranked, tmp_path, capsys):
+    prompt = tmp_path / "prompt.txt"
+    shipped = resources.files("groundkit.labels").joinpath("prompts", "judge.txt").read_text(encoding="utf-8")
+    prompt.write_text("Be strict.\n" + shipped, encoding="utf-8")
+    with LLMServer(str(ranked[1])) as server:
+        code, out = judge(ranked, tmp_path, "--judge", "openai:tiny", "--base-url", server.url, prompt=str(prompt))
+        assert code == 0 and server.bodies[0]["messages"][0]["content"].startswith("Be strict.\nYou judge")
+        digest = hashlib.sha256(prompt.read_bytes()).hexdigest()
+        assert {json.loads(line)["prompt_sha256"] for line in out.read_text().splitlines()} == {digest}
+        before = server.requests
+        code, _ = judge(ranked, tmp_path, "--judge", "openai:tiny", "--base-url", server.url, "--force")
+        assert code == 0 and server.requests == 2 * before  # the shipped prompt is another question: asked again
+    capsys.readouterr()
+    prompt.write_text("no placeholders\n", encoding="utf-8")
+    code, _ = judge(ranked, tmp_path, "--judge", "openai:tiny", "--force", prompt=str(prompt))
+    err = capsys.readouterr().err
+    assert code == 1 and "key 'judge.prompt'" in err and "lacks ${query}, ${passage}" in err
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("openai:", "names no model after openai:"),
+    ("gpt-4", "'gpt-4' is not a judge groundkit knows"),
+    ("python:mod", "is not python:MODULE:FACTORY"),
+])
+def test_a_judge_name_groundkit_does_not_know_is_refused(ranked, tmp_path, capsys, spec, message):
+    code, _ = judge(ranked, tmp_path, "--judge", spec)
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("error: --judge: ") and message in err
+    code, _ = judge(ranked, tmp_path, model=spec)
+    err = capsys.readouterr().err
+    assert code == 1 and "key 'judge.model'" in err and message in err

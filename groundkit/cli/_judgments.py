@@ -332,7 +332,7 @@ def _repair_threshold() -> float:
 def add(commands: Any) -> None:
     """Add this module's subcommands."""
     judgments = commands.add_parser(
-        "judgments", help="check, format, add to and repair a judgments file",
+        "judgments", help="check, format, add to and repair a judgments file; label one with your LLM and check it",
         description="Tools for writing judgments by hand; evals/README.md shows them at work.")
     actions = judgments.add_subparsers(dest="action", required=True)
     check = actions.add_parser("check", help="check a judgments file as CI does: ids unique and sorted, every quote "

@@ -375,3 +375,17 @@ def test_a_judge_name_groundkit_does_not_know_is_refused(ranked, tmp_path, capsy
     code, _ = judge(ranked, tmp_path, model=spec)
     err = capsys.readouterr().err
     assert code == 1 and "key 'judge.model'" in err and message in err
+
+
+def test_a_progress_bar_counts_the_calls_on_a_terminal_and_nothing_is_drawn_elsewhere(ranked, tmp_path, capsys,
+                                                                                      monkeypatch):
+    from groundkit import _progress
+
+    code, _ = judge(ranked, tmp_path / "quiet", "--judge", EXAMPLE)
+    assert code == 0 and "call" not in capsys.readouterr().err  # not a terminal: no bar
+    monkeypatch.setattr(_progress, "enabled", lambda: True)
+    monkeypatch.setattr(_progress, "DELAY_S", 0)
+    code, out = judge(ranked, tmp_path / "tty", "--judge", EXAMPLE)
+    total = len(out.with_name("machine.pool.jsonl").read_text().splitlines())
+    err = capsys.readouterr().err
+    assert code == 0 and err.startswith("\rjudge: ") and f"/{total} [" in err and "call/s" in err

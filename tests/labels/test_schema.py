@@ -108,3 +108,16 @@ def test_run_queries_writes_a_poolable_folder_without_scores(tiny_corpus, tmp_pa
     # --judgments and --queries exclude each other.
     with pytest.raises(SystemExit):
         main(["run", "--corpus", str(corpus), "--queries", str(queries), "--judgments", str(queries), "--out", "x"])
+
+
+def test_a_run_refuses_machine_judgments_as_a_persons(tiny_corpus, tmp_path, capsys):
+    corpus, judgments = tiny_corpus
+    lines = judgments.read_text().splitlines()
+    record = json.loads(lines[1]) | {"origin": "machine", "judge": "python:j:make"}
+    lines[1] = json.dumps(record)
+    judgments.write_text("\n".join(lines) + "\n")
+    assert main(["run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(tmp_path / "out"),
+                 "--set", "audit.max_trivial_share=1.0"]) == 1
+    err = capsys.readouterr().err
+    assert f"{judgments}:2: holds 'q2', a machine judgment" in err and "corpus.machine_judgments" in err
+    assert not (tmp_path / "out").exists()

@@ -22,6 +22,7 @@ and exits non-zero; tracebacks are shown only with ``--debug``.
     │   └── RepositoryError   a repository groundkit init sets up, or whose dvc.yaml a stage runs from
     ├── DependencyError       an optional extra (e.g. dense) is not installed
     ├── EngineError           the Ray cluster a step ran on was lost while it ran
+    ├── JudgeError            a judge (an LLM endpoint, a python: judge) failed or broke its contract
     └── MeasureError          a metric name no registered measure writes
 
 Four more classes are signals inside groundkit, never shown as they are:
@@ -30,6 +31,7 @@ Four more classes are signals inside groundkit, never shown as they are:
     FixableValueError (ValueError) a params validator's complaint that carries its own fix
     DuplicateKeyError (ValueError) a YAML key written twice; read_params_file turns it into a ParamsError
     Terminated (BaseException)    SIGTERM arrived; the guard exits 143 after cleanup
+    JudgeFault (Exception)        one judge call failed; the caller names the query and passage in a JudgeError
 
 They live here too, so that every exception groundkit raises is found in one file.
 """
@@ -127,6 +129,30 @@ class EngineError(GroundkitError):
     """The engine running a step failed under it: a Ray cluster (a node, or its head) was lost while the step ran.
 
     Not an input error: the inputs may be fine, and the step can be run again once the cluster is back.
+    """
+
+    def __init__(self, problem: str, *, fix: str) -> None:
+        self.problem, self.fix = problem, fix
+        super().__init__(f"{problem}\n  fix: {fix}")
+
+
+class JudgeFault(Exception):
+    """One judge call failed (groundkit/labels/): ``problem`` and ``fix`` are sentences, the key scrubbed out.
+
+    Neither the endpoint nor the answer's checker knows the pair asked about; their caller does, and raises
+    a JudgeError naming the query and the passage.
+    """
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(problem)
+        self.problem, self.fix = problem, fix
+
+
+class JudgeError(GroundkitError):
+    """A judge failed on one (query, passage) pair: the endpoint is down, refused the key, kept answering 429,
+    answered something that is not the JSON asked for; or a ``python:`` judge raised or returned the wrong type.
+
+    The message names the judge, the query and the passage; it never holds the API key.
     """
 
     def __init__(self, problem: str, *, fix: str) -> None:

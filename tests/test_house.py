@@ -22,8 +22,8 @@ from tests.conftest import REPO
 PACKAGE = REPO / "groundkit"
 
 # Lowest first; a module may import from its own layer or any below it, never from above.
-LAYERS = ("infrastructure", "config", "corpus", "retrieval", "execution", "scoring", "pipeline", "reports", "api",
-          "cli")
+LAYERS = ("infrastructure", "config", "corpus", "retrieval", "execution", "scoring", "pipeline", "reports", "labels",
+          "api", "cli")
 INFRASTRUCTURE = {"groundkit.errors"}  # and every private groundkit._name module, and these packages:
 INFRASTRUCTURE_PACKAGES = {"artifacts", "inputs", "console"}
 # Two declaration tables sit with configuration, which validates params against them: the kinds of
@@ -31,7 +31,8 @@ INFRASTRUCTURE_PACKAGES = {"artifacts", "inputs", "console"}
 # of measure names, and the table of chunker kinds (chunk.strategy; its builders are strings too). Each
 # imports nothing above config, even for types, which the graph checks.
 PLACED = {"groundkit.retrieval.kinds": "config", "groundkit.corpus.chunking.kinds": "config",
-          "groundkit.scoring.names": "config"}
+          "groundkit.scoring.names": "config", "groundkit.labels.spec": "config"}
+# A judge's name (judge.model) is parsed by config too: the parser is a leaf of its own.
 
 
 def module_name(path: Path) -> str:

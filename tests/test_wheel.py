@@ -138,6 +138,8 @@ def test_the_wheel_and_sdist_hold_what_groundkit_needs_at_run_time(wheels):
     names = set(zipfile.ZipFile(wheel).namelist())
     for template in ("params.yaml", "pr_eval.sh", "retrieval-eval.yml"):
         assert f"groundkit/pipeline/templates/{template}" in names
+    for prompt in ("judge.txt", "propose.txt"):  # their SHA-256 is every machine label's provenance
+        assert f"groundkit/labels/prompts/{prompt}" in names
     assert "groundkit/reports/_page.py" in names and "groundkit/pipeline/steps/check_inputs.py" in names
     assert not any(name.startswith(("tests/", "stages/", "evals/", "benchmarks/")) for name in names)
     metadata = zipfile.ZipFile(wheel).read(f"groundkit-{__version__}.dist-info/METADATA").decode()

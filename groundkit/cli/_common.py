@@ -12,10 +12,20 @@ def names(values: list[str]) -> list[str]:
     """Names given as repeated options and/or comma-separated lists: ``--metric a,b --metric c``."""
     return [name.strip() for value in values for name in value.split(",") if name.strip()]
 
-def add_inputs(parser: argparse.ArgumentParser, *, params_help: str, set_example: str) -> None:
-    """The options every command that reads a corpus shares: --corpus, --judgments, --params, --set."""
+def add_inputs(parser: argparse.ArgumentParser, *, params_help: str, set_example: str, queries: bool = False) -> None:
+    """The options every command that reads a corpus shares: --corpus, --judgments, --params, --set.
+
+    ``queries``: --queries may stand in for --judgments (``run``: rank queries nobody labelled, score nothing).
+    """
     parser.add_argument("--corpus", required=True, help="directory of documents")
-    parser.add_argument("--judgments", required=True, help="judgments JSONL file")
+    if queries:
+        given = parser.add_mutually_exclusive_group(required=True)
+        given.add_argument("--judgments", help="judgments JSONL file")
+        given.add_argument("--queries", help="queries nobody labelled instead of judgments: JSONL with query_id and "
+                           "query (a judgments file works too), or one query a line (ids: q + 10 hex digits of the "
+                           "SHA-256 of the text); writes the run without scores")
+    else:
+        parser.add_argument("--judgments", required=True, help="judgments JSONL file")
     parser.add_argument("--params", default=None, help=params_help)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help=f"override a parameter, e.g. --set {set_example} (repeatable)")

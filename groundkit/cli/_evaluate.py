@@ -22,6 +22,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from groundkit.scoring.readout import readout
 
     overrides = list(args.set)
+    if getattr(args, "queries", None) is not None:
+        return _rank_queries(args, load_params(args.params, overrides))
     if getattr(args, "run_file", None) is not None:
         # score-run is `run` with the retrieve stage reading the given file: one code path for both.
         # retrieve.run is one of params.PATH_KEYS, so the path is taken verbatim, never parsed as YAML.
@@ -39,6 +41,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for warning in warnings:
         print("\n".join(terminal_lines(PREFIX + warning)), file=sys.stderr)
     _print_findings(args.out, params)
+    return 0
+
+def _rank_queries(args: argparse.Namespace, params: Any) -> int:
+    """``run --queries``: rank passages for queries nobody labelled; the results folder without scores."""
+    from groundkit.execution import described
+    from groundkit.pipeline.runner import rank_queries
+    from groundkit.scoring.measures import metrics_of
+
+    metrics_of(params)  # a misspelt measure is refused by every command that reads params.yaml
+    count = rank_queries(args.corpus, args.queries, params, args.out, force=args.force,
+                         inputs={"the params file": args.params})
+    print(f"retriever {params.retrieve.retriever}, on the {described(params.execution)}")
+    print(f"{count} quer{'y' if count == 1 else 'ies'} ranked, not scored (no judgments): the results folder is "
+          f"{args.out}; judge its passages with `groundkit judgments judge --run {args.out} ...`")
     return 0
 
 def _cmd_score_trec(args: argparse.Namespace) -> int:
@@ -135,7 +151,7 @@ def add(commands: Any) -> None:
     """Add this module's subcommands."""
     run = commands.add_parser("run", help="evaluate a retriever on a corpus and judgments: every step of the pipeline "
                               "in this process, without DVC, its artifacts written into --out")
-    add_inputs(run, params_help="params.yaml (defaults when omitted)", set_example="chunk.size=400")
+    add_inputs(run, params_help="params.yaml (defaults when omitted)", set_example="chunk.size=400", queries=True)
     run.add_argument("--out", required=True, help="output directory for the artifacts")
     run.add_argument("--force", action="store_true", help=FORCE_HELP)
     run.set_defaults(handler=_cmd_run)

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from groundkit.cli._common import add_selection, categories, corpus_by_path
+from groundkit.cli._labels import add as add_label_commands
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -350,7 +351,7 @@ def _repair_threshold() -> float:
 def add(commands: Any) -> None:
     """Add this module's subcommands."""
     judgments = commands.add_parser(
-        "judgments", help="check, format, add to and repair a judgments file",
+        "judgments", help="check, format, add to and repair a judgments file; label one with your LLM and check it",
         description="Tools for writing judgments by hand; the guide's docs/judgments.md shows them at work.")
     actions = judgments.add_subparsers(dest="action", required=True)
     check = actions.add_parser("check", help="check a judgments file as CI does: ids unique and sorted, every quote "
@@ -402,6 +403,7 @@ def add(commands: Any) -> None:
                         help=f"the least similarity --write applies (default {_repair_threshold()})")
     add_selection(repair)
     repair.set_defaults(handler=_cmd_judgments_repair)
+    add_label_commands(actions)
 
     pool = commands.add_parser(
         "pool", help="the top passages of several runs that overlap no gold quote, as a review sheet; judged@k",

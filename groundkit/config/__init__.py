@@ -445,6 +445,48 @@ class ExecutionParams(_Section):
         return address
 
 
+class JudgeParams(_Section):
+    """The judge of ``groundkit judgments judge`` and ``propose`` (groundkit/labels/): no stage reads this section.
+
+    Attributes:
+        model: ``openai:MODEL`` or ``python:MODULE:FACTORY``; empty means ``--judge`` must name one.
+        base_url: The OpenAI-compatible endpoint (``--base-url`` overrides it), up to ``/v1``.
+        api_key_env: The environment variable holding the key; the key itself is never written anywhere.
+        prompt: A prompt template of your own (``${query}``, ``${passage}``); empty: the one groundkit ships.
+        propose_prompt: The same for ``judgments propose`` (``${passage}``).
+        options: Handed to a ``python:`` judge's factory.
+        concurrency: Calls in flight at once (a ``python:`` judge is called one call at a time).
+        timeout: Seconds one call may take before it is retried.
+        retries: How often a call is retried after a 429, a 5xx, a timeout or a refused connection.
+        backoff: Seconds before the first retry, doubled each time (a ``Retry-After`` header wins).
+        max_tokens: The most tokens one answer may take.
+        structured: Ask for structured output (``response_format`` with a JSON schema); an endpoint that refuses
+            it is asked again without it, and its answers parsed defensively.
+    """
+
+    model: str = ""
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str = Field(default="OPENAI_API_KEY", min_length=1)
+    prompt: str = ""
+    propose_prompt: str = ""
+    options: dict[str, Any] = Field(default_factory=dict)
+    concurrency: int = Field(default=4, ge=1, le=64)
+    timeout: float = Field(default=60.0, gt=0.0)
+    retries: int = Field(default=4, ge=0, le=20)
+    backoff: float = Field(default=1.0, ge=0.0)
+    max_tokens: int = Field(default=512, ge=16)
+    structured: bool = True
+
+    @field_validator("model")
+    @classmethod
+    def _known_judge(cls, value: str) -> str:
+        if value:
+            from groundkit.labels.spec import parse_judge
+
+            parse_judge(value)
+        return value
+
+
 class Params(_Section):
     """The whole params file: params.yaml, or the file ``--params`` names.
 
@@ -465,6 +507,7 @@ class Params(_Section):
     score: ScoreParams = Field(default_factory=ScoreParams)
     audit: AuditParams = Field(default_factory=AuditParams)
     execution: ExecutionParams = Field(default_factory=ExecutionParams)
+    judge: JudgeParams = Field(default_factory=JudgeParams)
 
     @model_validator(mode="after")
     def _depth_covers_ks(self) -> Params:
@@ -493,7 +536,8 @@ class Params(_Section):
         """
         kind = self.retrieve.kind
         # Where the work ran is not what was measured either: both engines give the same numbers.
-        exclude = {"corpus", "audit", "execution"} | (set(SECTIONS) - set(kind.sections))
+        # Nor is the judge of `judgments judge`, which no stage calls.
+        exclude = {"corpus", "audit", "execution", "judge"} | (set(SECTIONS) - set(kind.sections))
         data = self.model_dump(mode="json", exclude=exclude)
         # Where the external run lies is not what was measured (and may be an absolute path).
         del data["retrieve"]["run"]
@@ -524,7 +568,7 @@ def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
     except ValidationError as exc:
         key, problem = describe(exc, model=Params)
         fix = ("remove or correct the key; known sections are corpus, chunk, bm25, tokenize, retrieve, dense, "
-               "hybrid, score, audit, execution")
+               "hybrid, score, audit, execution, judge")
         first = exc.errors(include_url=False)[0]
         cause = first.get("ctx", {}).get("error")
         if isinstance(cause, FixableValueError):

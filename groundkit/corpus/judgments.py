@@ -27,6 +27,7 @@ from groundkit.inputs.text import decode_utf8_lf
 from groundkit.inputs.validation import describe
 
 QUERY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
 MAX_GRADE = 1_000
 """The largest relevance grade: TREC collections use 0-4; a bound keeps a typo from dwarfing every other gain."""
 
@@ -39,6 +40,33 @@ class Category(StrEnum):
     BOUNDARY = "boundary"
     LEXICAL_GAP = "lexical_gap"
     NO_ANSWER = "no_answer"
+
+
+class Origin(StrEnum):
+    """Who wrote a judgment: a person (the default, and what every hand-written file holds) or a judge model."""
+
+    HUMAN = "human"
+    MACHINE = "machine"
+
+
+class Sample(StrictRecord):
+    """How a person's judgment was drawn for a check of the machine labels (``groundkit judgments sample``).
+
+    ``of`` is the SHA-256 of the machine judgments file the sample was drawn from, ``n`` the size of the
+    sample and ``seed`` the seed of the drawing: with them the drawing can be repeated, and a drawn label
+    told from a hand-written one.
+    """
+
+    seed: int = Field(ge=0)
+    of: str
+    n: int = Field(ge=1)
+
+    @field_validator("of")
+    @classmethod
+    def _of_is_a_digest(cls, of: str) -> str:
+        if not SHA256.match(of):
+            raise ValueError("sample.of must be the SHA-256 of the machine judgments file, 64 lowercase hex digits")
+        return of
 
 
 class GoldSpan(StrictRecord):
@@ -100,6 +128,17 @@ class Judgment(StrictRecord):
     ranking but can never be retrieved.
     """
 
+    origin: Origin = Origin.HUMAN
+    """``machine`` for a label a judge model proposed (``groundkit judgments judge``); a person's otherwise."""
+    judge: str | None = None
+    """A machine judgment's judge: ``openai:MODEL`` or ``python:MODULE:FACTORY``."""
+    prompt_sha256: str | None = None
+    """The SHA-256 of the prompt template an ``openai:`` judge was asked with."""
+    sample: Sample | None = None
+    """A person's judgment drawn by ``groundkit judgments sample`` (see :class:`Sample`)."""
+    pool_empty: bool = False
+    """A machine ``no_answer``: nothing the judge saw in the query's pool was relevant (left for the person)."""
+
     _line: int = PrivateAttr(default=0)
 
     @property
@@ -124,6 +163,30 @@ class Judgment(StrictRecord):
             raise ValueError("query is empty")
         return query
 
+    @field_validator("origin", mode="before")
+    @classmethod
+    def _origin_from_str(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return Origin(value)
+            except ValueError:
+                raise ValueError("unknown origin; use human (the default) or machine") from None
+        return value
+
+    @field_validator("prompt_sha256")
+    @classmethod
+    def _prompt_is_a_digest(cls, digest: str | None) -> str | None:
+        if digest is not None and not SHA256.match(digest):
+            raise ValueError("prompt_sha256 must be 64 lowercase hex digits (the SHA-256 of the prompt template)")
+        return digest
+
+    @field_validator("judge")
+    @classmethod
+    def _judge_named(cls, judge: str | None) -> str | None:
+        if judge is not None and not judge.strip():
+            raise ValueError("judge is empty; name the judge (openai:MODEL or python:MODULE:FACTORY)")
+        return judge
+
     @field_validator("category", mode="before")
     @classmethod
     def _category_from_str(cls, value: object) -> object:
@@ -145,7 +208,25 @@ class Judgment(StrictRecord):
             raise ValueError("exclude_documents names a document twice")
         if any(not name for name in self.exclude_documents):
             raise ValueError("exclude_documents holds an empty name")
+        self._provenance_fits_origin()
         return self
+
+    def _provenance_fits_origin(self) -> None:
+        """Each provenance field belongs to one origin: refused elsewhere, as an unknown key is."""
+        if self.origin is Origin.MACHINE:
+            if self.judge is None:
+                raise ValueError('a machine judgment names its judge ("judge": "openai:MODEL" or "python:...")')
+            if self.sample is not None:
+                raise ValueError('"sample" belongs to a person\'s judgment drawn by `judgments sample`, not a '
+                                 "machine one")
+            if self.pool_empty and self.category is not Category.NO_ANSWER:
+                raise ValueError('"pool_empty" belongs to a no_answer judgment only')
+            return
+        for name in ("judge", "prompt_sha256"):
+            if getattr(self, name) is not None:
+                raise ValueError(f'"{name}" belongs to a machine judgment only ("origin": "machine")')
+        if self.pool_empty:
+            raise ValueError('"pool_empty" belongs to a machine judgment only ("origin": "machine")')
 
     def to_json(self) -> str:
         """Canonical one-line JSON, the form ``groundkit judgments fmt`` writes: keys in field order
@@ -153,12 +234,20 @@ class Judgment(StrictRecord):
 
         A gold span's field left at its default (``quote`` of a whole-document span,
         ``whole_document`` of a quote, a grade of 1) is left out, as a person would write it, and so
-        is an empty ``exclude_documents``.
+        is an empty ``exclude_documents``, and every provenance field at its default (a person's
+        judgment is written as before provenance existed).
         """
         record = self.model_dump(mode="json")
         record["gold"] = [g.model_dump(mode="json", exclude_defaults=True) for g in self.gold]
         if not self.exclude_documents:
             del record["exclude_documents"]
+        if self.origin is Origin.HUMAN:
+            del record["origin"]
+        for name in ("judge", "prompt_sha256", "sample"):
+            if record[name] is None:
+                del record[name]
+        if not self.pool_empty:
+            del record["pool_empty"]
         return json.dumps(record, ensure_ascii=False)
 
 
@@ -199,7 +288,8 @@ def _fix_for(key: str) -> str:
             'gold is a list of {"document": "<corpus-relative path>", "quote": "<verbatim text>"} '
             '(or {"document": ..., "whole_document": true}), each with an optional integer "grade" >= 1'
         )
-    return ("fields are query_id, query, category, gold and (optional) exclude_documents; see the guide's "
+    return ("fields are query_id, query, category, gold and (optional) exclude_documents; a machine judgment adds "
+            "origin, judge, prompt_sha256 and pool_empty, a sampled one origin and sample; see the guide's "
             "docs/judgments.md")
 
 

@@ -189,7 +189,7 @@ def _locate(raw: str, clean: str, dropped: list[int], answer: Answer) -> _Locate
     return _Located(start, end, how)
 
 
-def _widen(document: str, low: int, high: int, start: int, end: int) -> tuple[int, int, int] | None:
+def widen_to_unique(document: str, low: int, high: int, start: int, end: int) -> tuple[int, int, int] | None:
     """``[start, end)`` widened word by word inside ``[low, high)`` until ``document`` holds its text once.
 
     Alternately one word to the right and one to the left; a side that reaches its bound stops and the
@@ -341,7 +341,7 @@ class _Importer:
         spans = _merged(located)
         widened = []
         for start, end in spans:
-            wider = _widen(document, base, base + len(clean), base + start, base + end)
+            wider = widen_to_unique(document, base, base + len(clean), base + start, base + end)
             if wider is None:
                 self._skip(question, _Skip(NOT_UNIQUE, clean[start:end]))
                 return

@@ -25,6 +25,7 @@ from groundkit.pipeline.stages import (
     CORPUS_ROOT,
     JUDGMENTS,
     METRICS,
+    REPORT,
     STAGES,
     Artifact,
     ParamPath,
@@ -35,7 +36,15 @@ from groundkit.retrieval.kinds import Need
 from groundkit.scoring.cautions import PREFIX, unanswered, unreachable
 from groundkit.scoring.measures import metrics_of
 
-__all__ = ["ARTIFACTS", "run"]
+__all__ = ["ARTIFACTS", "QUERIES_FILE", "RANKING_ARTIFACTS", "rank_queries", "run"]
+
+QUERIES_FILE = "queries.jsonl"
+"""What ``rank_queries`` ranked: the queries as judgments without gold, in the results folder beside the run."""
+_RANKING_STAGES = tuple(stage for stage in STAGES if stage.in_process and stage.name not in
+                        (written_by(METRICS), written_by(REPORT)))
+RANKING_ARTIFACTS: tuple[str, ...] = (QUERIES_FILE, *(
+    Path(path).name for stage in _RANKING_STAGES for out in stage.outputs for path in out.artifact.files))
+"""What ``groundkit run --queries`` writes: every artifact up to the run, none of the scores."""
 
 
 def run(
@@ -94,3 +103,40 @@ def run(
 
 def _to_stderr(warning: str) -> None:
     print("\n".join(terminal_lines(PREFIX + warning)), file=sys.stderr)
+
+
+def rank_queries(
+    corpus: str | Path, queries: str | Path, params: Params, out: str | Path, *, force: bool = False,
+    inputs: Mapping[str, str | Path | None] | None = None,
+) -> int:
+    """Rank passages for queries nobody labelled (groundkit/corpus/queries.py); write the results folder
+    without scores into ``out``: the run, the chunks, the documents, and the queries as judgments without gold.
+
+    The steps are those of :func:`run` up to the retrieve stage, so a folder written here pools as any run
+    folder does (``groundkit pool``, ``groundkit judgments judge``).
+
+    Returns:
+        The number of queries ranked.
+    """
+    from groundkit.corpus.queries import as_judgments, read_queries
+
+    read = as_judgments(read_queries(queries))
+    corpus = Path(corpus)
+    sources: dict[str, str | Path | None] = {"the corpus folder": corpus, "the queries file": Path(queries),
+                                             **(inputs or {})}
+    if Need.RUN_FILE in params.retrieve.kind.needs:
+        sources["the run file"] = params.retrieve.run
+    # Queries without gold are no_answer judgments to the steps; that they share words with the corpus is
+    # what a query log's queries do, not a broken label.
+    params = params.model_copy(update={"audit": params.audit.model_copy(update={"no_answer_shares_words": "warn"})})
+    with output_folder(out, command="run", artifacts=RANKING_ARTIFACTS, inputs=sources, force=force) as work:
+        judgments = work / QUERIES_FILE
+        judgments.write_text("".join(j.to_json() + "\n" for j in read), encoding="utf-8", newline="\n")
+        paths: dict[Artifact | ParamPath, Path] = {CORPUS_ROOT: corpus, JUDGMENTS: judgments}
+        paths.update((output.artifact, work / output.artifact.name) for stage in STAGES for output in stage.outputs)
+        with fewer_collections():
+            store = RunStore(work)
+            for stage in _RANKING_STAGES:
+                importlib.import_module(stage.step).run(**stage.arguments(paths, params, store))
+            del store
+    return len(read)

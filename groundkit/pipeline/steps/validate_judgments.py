@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from groundkit.artifacts.atomic import atomic_write_text
 from groundkit.artifacts.lines import dumps_json
 from groundkit.corpus.audit import audit, check_audit, render
-from groundkit.corpus.judgments import Category
+from groundkit.corpus.judgments import Category, Origin
+from groundkit.errors import JudgmentsError
 
 if TYPE_CHECKING:
     from groundkit.config import AuditParams, CorpusParams, Params, TokenizeParams
@@ -34,6 +35,12 @@ def run(
     """
 
     loaded, judgments_hash = store.judgments(judgments)  # the hash of the very bytes checked
+    machine = next((j for j in loaded if j.origin is Origin.MACHINE), None)
+    if machine is not None:  # a machine label never silently becomes a person's
+        raise JudgmentsError(judgments, f"holds {machine.query_id!r}, a machine judgment (\"origin\": \"machine\"); "
+                             "corpus.judgments holds a person's judgments only", line=machine.line or None,
+                             fix="name the machine judgments file in corpus.machine_judgments instead; its scores "
+                                 "are kept apart from the person's")
     documents, corpus_hash = store.corpus(corpus_root, selection)  # and of those audited
     report = audit(documents, loaded, tokenizer, tokenize=store.tokenizer(tokenizer))
     # The report is the evidence for whatever the check decides, so it is written first.

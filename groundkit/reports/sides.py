@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,9 @@ class Side:
     values: np.ndarray
     csv_path: str
     json_path: str
+    human_names: list[str] = field(default_factory=list)
+    human_values: np.ndarray | None = None
+    """The ``human.`` columns of a run scored under two label sets (groundkit/scoring/schema.py)."""
 
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

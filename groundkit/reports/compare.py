@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from groundkit.errors import CompareError, MeasureError
+from groundkit.reports.compare_ppi import two_label_comparison
 from groundkit.reports.sides import NO_ANSWER, Side
 from groundkit.reports.stats import (
     CORRECTIONS,
@@ -123,6 +124,9 @@ class Comparison:
     costs: dict[str, Stat] = field(default_factory=dict)
     traded: dict[str, str] = field(default_factory=dict)
     gate_notes: list[str] = field(default_factory=list)
+    ppi: dict[str, Any] | None = None
+    """With two label sets (groundkit/reports/compare_ppi.py): the PPI figures the directed metrics' overall rows,
+    the gate and the MDE are read from, and what stands beside them; None with one label set."""
 
 
 def _option(name: str, text: str, kind: type[int] | type[float], expected: str, fix: str) -> float:
@@ -486,6 +490,10 @@ def compare(
     before_rows, after_rows = rows_of(baseline, answerable), rows_of(candidate, answerable)
     overall = _stats(metrics, metric_matrix(baseline, before_rows, metrics),
                      metric_matrix(candidate, after_rows, metrics))
+    two_labels = two_label_comparison(baseline, candidate, metrics)
+    if two_labels is not None:
+        ppi_rows = {name: Stat(**two_labels.stat(j)) for j, name in enumerate(two_labels.metrics)}
+        overall = [ppi_rows.get(s.metric, s) for s in overall]
 
     answerable_categories = [baseline.categories[i] for i in before_rows]
     categories = sorted(set(answerable_categories))
@@ -536,6 +544,14 @@ def compare(
     result.verdict, result.regressions, result.untested, result.traded = (
         decision.verdict, decision.regressions, decision.untested, decision.traded)
     result.detectable = detectable(baseline, before_rows, [s.metric for s in gated], alpha)
+    if two_labels is not None:
+        result.ppi = two_labels.as_dict(alpha)
+        found = {name: j for j, name in enumerate(two_labels.metrics)}
+        result.detectable = [
+            Detectable(d.metric, ALL, two_labels.n + two_labels.N, result.ppi["metrics"][d.metric]["baseline"], None,
+                       two_labels.mde(found[d.metric], alpha), f"PPI: {two_labels.n} labelled by a person, "
+                       f"{two_labels.N} by the judge alone; from the standard error of the paired differences")
+            if d.metric in found and d.category == ALL else d for d in result.detectable]
     return result
 
 def paired_separability(baseline: Side, candidate: Side, answerable: Sequence[str],

@@ -143,6 +143,13 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
         f"those of {', '.join(result.gate)}, {correction_text(result.correction, tests)}.",
         "",
     ]
+    if result.ppi is not None:
+        ppi = result.ppi
+        lines += [f"**Two label sets**: {ppi['n']} queries labelled by a person, {ppi['N']} by the judge alone. "
+                  f"The overall rows of {', '.join(f'`{m}`' for m in ppi['metrics'])} are PPI++ over all "
+                  f"{ppi['n'] + ppi['N']} machine-judged queries (a query with nothing relevant scores 0): delta, "
+                  "95% CI and p on the paired differences, normal approximation; W/T/L over the person's "
+                  f"{ppi['n']}. The gate and the MDE read them. Per category: the judge's labels alone.", ""]
     if result.corpus_change:
         lines += [f"**Corpus changed** (`--allow-corpus-change`): corpus_hash `{result.corpus_change['baseline']}` "
                   f"→ `{result.corpus_change['candidate']}`; the same judgments were scored over other documents.",
@@ -230,4 +237,5 @@ def to_json(result: Comparison) -> dict[str, Any]:
         "regressions": result.regressions,
         "context": {m: {"metric": cost.metric, **{k: v for k, v in cost.as_dict().items() if k != "metric"},
                         "traded": m in result.traded} for m, cost in result.costs.items()},
+        **({"two_label_sets": result.ppi} if result.ppi is not None else {}),
     }

@@ -120,6 +120,45 @@ def simulate(values: np.ndarray, judge: Judge, metric: str, seeds: int, n: int, 
     }
 
 
+def corpus_figures(values: np.ndarray, metric: str, n: int, draws: int) -> None:
+    """The committed corpus itself, no resampling: a judge labels all its answerable queries and the committed
+    (human) values stand for the person on a random sample of ``n``. Interval widths and minimum detectable
+    effects of the person's n alone, PPI on n + the rest, and all of them labelled by the person.
+
+    The MDE is that of a comparison between two runs, taking the per-query differences to vary sqrt(2) times
+    as much as one run's values (the report's cautious assumption): ``(z(0.975) + z(0.8)) * sqrt(2) * se``.
+    The judge is simulated on the per-query values (issue 39's deterministic judge is not used here).
+    """
+    from groundkit.scoring.ppi import minimum_detectable_effect
+
+    total = values.size
+    print(f"\n{metric} on the committed corpus: {total} answerable queries, a person's sample of {n}; first draw "
+          f"(seed {SEED}), then the mean over {draws} draws of the sample and the judge's errors\n")
+    print("| judge | human-only n: width, MDE | PPI n + rest: width, MDE | all human: width, MDE | PPI width / "
+          "human-only |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    everyone = classical_mean(values)
+    all_width, all_mde = float(everyone.width[0]), minimum_detectable_effect(np.sqrt(2) * everyone.std_error[0])
+    for name, (judge, _) in JUDGES.items():
+        if name == "random":
+            continue
+        widths, mdes = np.empty((draws, 2)), np.empty((draws, 2))
+        for d in range(draws):
+            rng = np.random.default_rng([SEED, 2, d])
+            labelled = np.zeros(total, dtype=bool)  # drawn first: every judge sees the same person's sample
+            labelled[rng.choice(total, n, replace=False)] = True
+            judged = judge(rng, values, values, metric)
+            human = classical_mean(values[labelled])
+            ppi = ppi_mean(values[labelled], judged[labelled], judged[~labelled])
+            widths[d] = human.width[0], ppi.width[0]
+            mdes[d] = [minimum_detectable_effect(np.sqrt(2) * e.std_error[0]) for e in (human, ppi)]
+        first, mean = (widths[0], mdes[0]), (widths.mean(axis=0), mdes.mean(axis=0))
+        cells = [f"{w[0]:.3f}, {m[0]:.3f} ({mw[0]:.3f}, {mm[0]:.3f})" for (w, m), (mw, mm) in [(first, mean)]]
+        cells.append(f"{first[0][1]:.3f}, {first[1][1]:.3f} ({mean[0][1]:.3f}, {mean[1][1]:.3f})")
+        print(f"| {name} | {cells[0]} | {cells[1]} | {all_width:.3f}, {all_mde:.3f} | "
+              f"{first[0][1] / first[0][0]:.2f} ({np.mean(widths[:, 1] / widths[:, 0]):.2f}) |")
+
+
 def correlation(values: np.ndarray, judge: Judge, metric: str) -> float:
     rng = np.random.default_rng([SEED, 10**9])
     truth = rng.choice(values, 1_000_000)
@@ -158,6 +197,7 @@ def main() -> int:
                 failures.append(f"{metric} {name}: PPI no wider in {r['no_wider']:.1%} of seeds, below 95%")
             if name == "lenient" and r["machine"] >= TARGET_LOW:
                 failures.append(f"{metric} {name}: the judge-only interval covers in {r['machine']:.1%}")
+    corpus_figures(population(args.per_query, "ndcg@10"), "ndcg@10", args.n, args.seeds)
     print(f"\n{time.perf_counter() - start:.1f} s")
     for failure in failures:
         print("TARGET MISSED: " + failure)

@@ -44,6 +44,7 @@ from groundkit.reports.compare import (
     rows_of,
     short_hash,
 )
+from groundkit.reports.compare_ppi import two_label_comparison
 from groundkit.reports.compare_text import (
     EFFECT_LEGEND,
     METHOD,
@@ -119,6 +120,13 @@ def compare_many(
     before = metric_matrix(baseline, before_rows, measured)
     stats = paired_rows(measured, before, [metric_matrix(c, r, measured) for c, r in zip(candidates, after_rows,
                                                                                           strict=True)])
+    for k, candidate in enumerate(candidates):
+        # Two label sets: the PPI figures of the paired differences (groundkit/reports/compare_ppi.py), as in the
+        # two-run report; the gate and its correction read them.
+        two_labels = two_label_comparison(baseline, candidate, measured)
+        if two_labels is not None:
+            ppi_rows = {name: Stat(**two_labels.stat(j)) for j, name in enumerate(two_labels.metrics)}
+            stats[k] = [ppi_rows.get(s.metric, s) for s in stats[k]]
     overall = [row[:len(gate)] for row in stats]
     categories = [baseline.categories[i] for i in before_rows]
     by_category: list[dict[str, list[Stat]]] = [{} for _ in candidates]

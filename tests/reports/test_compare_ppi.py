@@ -149,3 +149,21 @@ def test_labels_on_other_queries_are_refused(two_chunk_sizes, tmp_path, capsys):
     (other / "run.json").write_text((candidate / "run.json").read_text(encoding="utf-8"), encoding="utf-8")
     assert main(["compare", str(baseline), str(other)]) == 1
     assert "has a person's labels on other queries than the baseline" in capsys.readouterr().err
+
+
+def test_several_candidates_read_the_ppi_figures_each_as_alone(two_chunk_sizes, tmp_path, capsys):
+    baseline, candidate = two_chunk_sizes
+    same = tmp_path / "same"
+    same.mkdir()
+    for name in ("per_query.csv", "run.json"):
+        (same / name).write_bytes((baseline / name).read_bytes())
+    main(["compare", str(baseline), str(candidate), "--metric", "ndcg@10,recall@10", "--json"])
+    pair = {s["metric"]: s for s in json.loads(capsys.readouterr().out)["overall"]}
+    main(["compare", str(baseline), str(candidate), str(same), "--metric", "ndcg@10,recall@10", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    moved, unmoved = ({s["metric"]: s for s in c["overall"]} for c in report["candidates"])
+    for metric in DIRECTED:
+        assert {k: v for k, v in moved[metric].items() if k != "p_adjusted"} == pair[metric]
+        # No difference anywhere: PPI's delta and interval are 0, its p-value 1.
+        assert (unmoved[metric]["delta"], unmoved[metric]["ci95"], unmoved[metric]["p_value"]) == (0.0, [0.0, 0.0],
+                                                                                                     1.0)

@@ -36,6 +36,7 @@ from groundkit.errors import ArtifactError, RetrieverError
 from groundkit.reports.compare import compare
 from groundkit.reports.sides import NO_ANSWER, Side, read_side
 from groundkit.retrieval.kinds import PythonObject, RetrieverKind, parse
+from groundkit.scoring.schema import HUMAN_PREFIX
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -103,7 +104,9 @@ class Results:
         """One row per query, indexed by query id: query, category, first gold rank, abstained, every metric.
 
         ``first_gold_rank`` is missing (``<NA>``) where no gold passage was retrieved; metrics are NaN for
-        no-answer queries, which have no gold.
+        no-answer queries, which have no gold. A run scored under two label sets (``corpus.machine_judgments``)
+        has the judge's values in the metric columns and the person's in ``human.METRIC`` columns, NaN where the
+        person did not label the query.
         """
         import pandas as pd
 
@@ -114,6 +117,9 @@ class Results:
         frame.insert(0, "first_gold_rank", pd.array(ranks, dtype="Int64"))
         frame.insert(0, "category", side.categories)
         frame.insert(0, "query", side.queries)
+        if side.human_values is not None:  # scored under two label sets: the person's values beside the judge's
+            for j, name in enumerate(side.human_names):
+                frame[HUMAN_PREFIX + name] = side.human_values[:, j]
         frame.index = pd.Index(list(side.position), name="query_id")
         return frame
 

@@ -167,3 +167,14 @@ def test_several_candidates_read_the_ppi_figures_each_as_alone(two_chunk_sizes, 
         # No difference anywhere: PPI's delta and interval are 0, its p-value 1.
         assert (unmoved[metric]["delta"], unmoved[metric]["ci95"], unmoved[metric]["p_value"]) == (0.0, [0.0, 0.0],
                                                                                                      1.0)
+
+
+def test_the_api_frame_carries_the_human_columns(two_chunk_sizes):
+    import groundkit as gk
+
+    baseline, _ = two_chunk_sizes
+    frame = gk.load_results(str(baseline)).per_query
+    table = read_per_query((baseline / "per_query.csv").read_text(encoding="utf-8"), "per_query.csv")
+    assert [c for c in frame.columns if c.startswith("human.")] == ["human.recall@10", "human.ndcg@10"]
+    assert np.array_equal(frame["human.ndcg@10"].to_numpy(), table.human_values[:, 1], equal_nan=True)
+    assert int(frame["human.ndcg@10"].notna().sum()) == LABELLED

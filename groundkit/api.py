@@ -36,6 +36,7 @@ from groundkit.errors import ArtifactError, CompareError, InputError, RetrieverE
 from groundkit.reports.compare import compare
 from groundkit.reports.sides import NO_ANSWER, Side, read_side
 from groundkit.retrieval.kinds import PythonObject, RetrieverKind, parse
+from groundkit.scoring.schema import HUMAN_PREFIX
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -135,7 +136,9 @@ class Results:
         """One row per query, indexed by query id: query, category, first gold rank, abstained, every metric.
 
         ``first_gold_rank`` is missing (``<NA>``) where no gold passage was retrieved; metrics are NaN for
-        no-answer queries, which have no gold.
+        no-answer queries, which have no gold. A run scored under two label sets (``corpus.machine_judgments``)
+        has the judge's values in the metric columns and the person's in ``human.METRIC`` columns, NaN where the
+        person did not label the query.
         """
         import pandas as pd
 
@@ -146,6 +149,9 @@ class Results:
         frame.insert(0, "first_gold_rank", pd.array(ranks, dtype="Int64"))
         frame.insert(0, "category", side.per_query.categories)
         frame.insert(0, "query", side.per_query.queries)
+        if side.per_query.human_values is not None:  # two label sets: the person's values beside the judge's
+            for j, name in enumerate(side.per_query.human_names):
+                frame[HUMAN_PREFIX + name] = side.per_query.human_values[:, j]
         frame.index = pd.Index(list(side.per_query.position), name="query_id")
         return frame
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from groundkit.errors import CompareError, MeasureError
+from groundkit.reports.compare_ppi import two_label_comparison
 from groundkit.reports.paired import Stat, count_text, paired_rows
 from groundkit.reports.sides import NO_ANSWER, Side, params_changed
 from groundkit.reports.stats import (
@@ -91,6 +92,7 @@ class CandidateResult:
         p_adjusted: Each gated metric's p-value, corrected over every candidate x gated metric.
         costs: Each gated metric's context (``chars@k``) stat, where both report one.
         verdict, regressions, untested, traded: The :class:`~groundkit.reports.verdict.Decision`.
+        ppi: The PPI figures when both sides were scored under two label sets.
     """
 
     side: Side
@@ -109,6 +111,9 @@ class CandidateResult:
     regressions: list[str]
     untested: dict[str, str]
     traded: dict[str, str]
+    ppi: dict[str, Any] | None = None
+    """With two label sets (groundkit/reports/compare_ppi.py): the PPI figures the directed overall rows, the gate
+    and the MDE are read from, and what stands beside them; None with one label set."""
 
     def stat(self, metric: str) -> Stat:
         """The overall stat of ``metric``."""
@@ -374,6 +379,15 @@ def compare(
     before_rows = rows_of(baseline, answerable)
     measured = [_measured(baseline, before_rows, answerable, c, metrics, gate)
                 for c, (metrics, _) in zip(candidates, paired, strict=True)]
+    # Two label sets (groundkit/reports/compare_ppi.py): each candidate's directed overall rows are PPI++ on the
+    # paired differences, and the gate, its correction and the MDE read them.
+    ppis = []
+    for c, (metrics, _), (overall, _) in zip(candidates, paired, measured, strict=True):
+        two_labels = two_label_comparison(baseline, c, metrics)
+        if two_labels is not None:
+            for j, name in enumerate(two_labels.metrics):
+                overall[name] = Stat(**two_labels.stat(j))
+        ppis.append(two_labels)
     judged = [m for m in shared if m in gate]  # the gate in the order the runs report it, as every table lists it
     gated = [[overall[m] for m in judged] for overall, _ in measured]
     adjusted = adjust_p_values([s.p_value for row in gated for s in row], correction)
@@ -387,10 +401,22 @@ def compare(
             side=candidate, params_changed=params_changed(baseline, candidate), corpus_change=changes[k],
             one_sided=paired[k][1], overall=list(overall.values()), **rest,
             p_adjusted=dict(zip(judged, mine, strict=True)), costs=cost_stats, verdict=decision.verdict,
-            regressions=decision.regressions, untested=decision.untested, traded=decision.traded))
+            regressions=decision.regressions, untested=decision.untested, traded=decision.traded,
+            ppi=None if ppis[k] is None else ppis[k].as_dict(alpha)))
+    found = detectable(baseline, before_rows, judged, alpha)
+    if ppis and all(t is not None for t in ppis):
+        # The MDE from the PPI variance of the first candidate's paired differences (each candidate's own is in
+        # its ppi block): n labelled by a person and N by the judge alone.
+        first = ppis[0]
+        assert first is not None
+        at = {name: j for j, name in enumerate(first.metrics)}
+        found = [Detectable(d.metric, ALL, first.n + first.N, float(first.baseline.estimate[at[d.metric]]), None,
+                            first.mde(at[d.metric], alpha), f"PPI: {first.n} labelled by a person, {first.N} by "
+                            "the judge alone; from the standard error of the paired differences")
+                 if d.metric in at and d.category == ALL else d for d in found]
     return Comparison(baseline=baseline, candidates=tuple(results), gate=gate, alpha=alpha, max_drop=max_drop,
                       correction=correction, tests=sum(1 for p in adjusted if p is not None),
-                      queries=len(answerable), detectable=detectable(baseline, before_rows, judged, alpha),
+                      queries=len(answerable), detectable=found,
                       verdict=verdict_summary([r.verdict for r in results]), gate_notes=gate_notes,
                       left_out=list(left_out))
 

@@ -114,6 +114,13 @@ def _page_markdown(result: Comparison, r: CandidateResult, *, top: int) -> str:
         f"those of {', '.join(result.gate)}, {correction_text(result.correction, tests)}.",
         "",
     ]
+    if r.ppi is not None:
+        ppi = r.ppi
+        lines += [f"**Two label sets**: {ppi['n']} queries labelled by a person, {ppi['N']} by the judge alone. "
+                  f"The overall rows of {', '.join(f'`{m}`' for m in ppi['metrics'])} are PPI++ over all "
+                  f"{ppi['n'] + ppi['N']} machine-judged queries (a query with nothing relevant scores 0): delta, "
+                  "95% CI and p on the paired differences, normal approximation; W/T/L over the person's "
+                  f"{ppi['n']}. The gate and the MDE read them. Per category: the judge's labels alone.", ""]
     if r.corpus_change:
         lines += [f"**Corpus changed** (`--allow-corpus-change`): corpus_hash `{r.corpus_change['baseline']}` "
                   f"→ `{r.corpus_change['candidate']}`; the same judgments were scored over other documents.",
@@ -212,6 +219,7 @@ def _page_json(result: Comparison, r: CandidateResult) -> dict[str, Any]:
         "verdict": r.verdict,
         "regressions": r.regressions,
         "context": _context(r),
+        **({"two_label_sets": r.ppi} if r.ppi is not None else {}),
     }
 
 
@@ -316,6 +324,7 @@ def _table_json(result: Comparison) -> dict[str, Any]:
             "regressions": r.regressions,
             "untested": r.untested,
             "context": _context(r),
+            **({"two_label_sets": r.ppi} if r.ppi is not None else {}),
         } for r in result.candidates],
         "detectable": [d.as_dict() for d in result.detectable],
         "left_out": [{"experiment": name, "reason": why} for name, why in result.left_out],

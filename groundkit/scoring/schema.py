@@ -9,7 +9,7 @@ import math
 from array import array
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from groundkit.artifacts.models import Record
@@ -29,6 +29,20 @@ PER_QUERY_FIELDS = ("query_id", "query", "category", "retrieved", "gold_chunks",
 ``top_score`` is the score of the query's first result, exactly (the shortest text that reads back as the same
 float), empty when it retrieved nothing or its run carried no scores: no_answer.separability is computed from it,
 by the score stage and again by compare."""
+
+
+HUMAN_PREFIX = "human."
+"""Starts the per_query.csv column of a metric under a person's labels, beside the metric under a judge's.
+
+Written only when a run is scored under two label sets (``corpus.machine_judgments``): the ``METRIC`` columns
+then hold each query's value under the judge's (machine) labels and ``human.METRIC`` its value under the
+person's, empty where the person did not label the query. Only directed measures have one: a measure of the
+context a ranking costs (``chars@k``) does not depend on the labels."""
+
+
+def human_column(metric: str) -> str:
+    """The per_query.csv column of ``metric`` under a person's labels: ``human.ndcg@10``."""
+    return HUMAN_PREFIX + metric
 
 
 DOCUMENT_LEVEL = "trec-doc-ids"
@@ -80,6 +94,9 @@ class QueryResult(Record):
     metrics: dict[str, float]
     top_score: float | None = None
     """The score of the first result; None when nothing was retrieved or the run carried no scores."""
+    human_metrics: dict[str, float] | None = None
+    """Under two label sets: the directed metrics under the person's labels (``metrics`` are the judge's), every
+    one 0 where the person found nothing relevant; None where the person did not label the query."""
 
     @property
     def answerable(self) -> bool:
@@ -103,6 +120,9 @@ class StageResult(Record):
 
     measures: list[str]
     queries: list[QueryResult]
+    human_measures: list[str] | None = None
+    """Under two label sets, the metrics per_query.csv also gives under the person's labels (``human.``
+    columns): the directed ones of ``measures``, in order. None with one label set: no such column."""
 
     @property
     def metric_names(self) -> list[str]:
@@ -161,15 +181,17 @@ class StageResult(Record):
     def per_query_csv(self) -> str:
         """One row per query, in judgment order, for ``dvc plots`` and for comparing runs."""
         names = self.metric_names  # the registry's list, worked out once rather than once a row
+        human = self.human_measures or []
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow([*PER_QUERY_FIELDS, *names])
+        writer.writerow([*PER_QUERY_FIELDS, *names, *map(human_column, human)])
         for q in self.queries:
             abstained = "" if q.answerable else int(q.retrieved == 0)
             metrics = [f"{q.metrics[name]:.6f}" if q.answerable else "" for name in names]
             top = "" if q.top_score is None or q.retrieved == 0 else repr(float(q.top_score))
+            labelled = [f"{q.human_metrics[name]:.6f}" if q.human_metrics is not None else "" for name in human]
             writer.writerow([q.query_id, q.query, q.category.value, q.retrieved, q.gold_chunks,
-                             q.first_gold_rank or "", abstained, top, *metrics])
+                             q.first_gold_rank or "", abstained, top, *metrics, *labelled])
         return out.getvalue()
 
 
@@ -178,7 +200,10 @@ class PerQuery:
     """per_query.csv, read: one row per query in file order.
 
     ``values`` holds one row per query and one column per metric (``metric_names``); rows of no_answer
-    queries are NaN, every other cell was checked to be a finite number. ``first_gold_rank`` is infinite
+    queries are NaN, every other cell was checked to be a finite number. ``human_values`` holds the
+    ``human.`` columns of a run scored under two label sets, one per name of ``human_names`` (the file's
+    directed metrics), NaN where the person did not label the query; None (and ``human_names`` empty) for a
+    file without them. ``first_gold_rank`` is infinite
     where no gold was found. ``top_score`` is the first result's score, minus infinity where nothing was
     retrieved, NaN where it is unknown (a file without the column, or a run without scores).
     """
@@ -192,6 +217,8 @@ class PerQuery:
     abstained: list[bool]
     top_score: list[float]
     values: np.ndarray
+    human_names: list[str] = field(default_factory=list)
+    human_values: np.ndarray | None = None
 
 
 def _read_rows(text: str, where: str, error: type[InputError]) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
@@ -234,7 +261,7 @@ def _metric_columns(header: list[str], where: str, error: type[InputError]) -> t
         seen.add(name)
     # A column is a per-query field or a metric the registry can name; anything else is refused, not skipped,
     # so a misspelt or renamed metric cannot vanish from the comparison unnoticed.
-    metric_names = [name for name in header if name not in PER_QUERY_FIELDS]
+    metric_names = [name for name in header if name not in PER_QUERY_FIELDS and not name.startswith(HUMAN_PREFIX)]
     for name in metric_names:
         try:
             MEASURES.parse(name)
@@ -243,6 +270,13 @@ def _metric_columns(header: list[str], where: str, error: type[InputError]) -> t
                                f"({', '.join(PER_QUERY_FIELDS)}) nor a metric: {exc}", line=1,
                                fix="re-run the score stage with this version of groundkit; do not edit "
                                "per_query.csv") from None
+    human = [name for name in header if name.startswith(HUMAN_PREFIX)]
+    expected = [human_column(m) for m in metric_names if MEASURES.parse(m).measure.directed]
+    if human and human != expected:
+        raise error(where, f"has the columns {human}; a run scored under two label sets has "
+                           f"{expected or 'none'} (human. and each directed metric of the file, in its order)",
+                           line=1, fix="re-run the score stage with this version of groundkit; do not edit "
+                           "per_query.csv")
     return {name: i for i, name in enumerate(header)}, metric_names
 
 
@@ -255,6 +289,9 @@ def read_per_query(text: str, where: str, error: type[InputError] = ArtifactErro
     query_col, abstained_col = columns.get("query"), columns.get("abstained")
     top_col, retrieved_col = columns.get("top_score"), columns.get("retrieved")
     metric_cols = [columns[m] for m in metric_names]
+    human_names = [name for name in metric_names if human_column(name) in columns]
+    human_cols = [columns[human_column(name)] for name in human_names]
+    human_values = array("d")
     position: dict[str, int] = {}
     lines: list[int] = []
     categories, queries, ranks, abstained, tops = [], [], [], [], []
@@ -281,6 +318,8 @@ def read_per_query(text: str, where: str, error: type[InputError] = ArtifactErro
                                fix="re-run the score stage; do not edit per_query.csv")
         ranks.append(float(rank) if rank else math.inf)
         tops.append(_top_score(row, top_col, retrieved_col, query_id, where, line, error))
+        if human_cols:
+            human_values.extend(_human_cells(row, human_names, human_cols, query_id, where, line, error))
         if row[cat] == Category.NO_ANSWER.value:
             values.extend(missing)
             continue
@@ -300,8 +339,35 @@ def read_per_query(text: str, where: str, error: type[InputError] = ArtifactErro
     import numpy as np  # here: the score stage, which writes this file, starts without numpy
 
     matrix = (np.frombuffer(values, dtype=np.float64) if values else np.empty(0)).reshape(len(lines), len(metric_names))
+    human_matrix = None
+    if human_cols:
+        human_matrix = (np.frombuffer(human_values, dtype=np.float64) if human_values
+                        else np.empty(0)).reshape(len(lines), len(human_names))
     return PerQuery(metric_names=metric_names, position=position, lines=lines, categories=categories,
-                    queries=queries, first_gold_rank=ranks, abstained=abstained, top_score=tops, values=matrix)
+                    queries=queries, first_gold_rank=ranks, abstained=abstained, top_score=tops, values=matrix,
+                    human_names=human_names, human_values=human_matrix)
+
+
+def _human_cells(row: list[str], names: list[str], columns: list[int], query_id: str, where: str, line: int,
+                 error: type[InputError]) -> list[float]:
+    """One row's ``human.`` cells: all empty (the person did not label the query: NaN) or all finite numbers."""
+    cells = [row[col] for col in columns]
+    if not any(cells):
+        return [math.nan] * len(cells)
+    out = []
+    for name, cell in zip(names, cells, strict=True):
+        try:
+            value = float(cell)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            shown = "an empty cell" if not cell.strip() else repr(cell)
+            raise error(where, f"column {human_column(name)!r} of query {query_id!r} holds {shown}, not a finite "
+                               "number; a query the person labelled has a number in every human. column, one "
+                               "they did not has none", line=line,
+                        fix="re-run the score stage; do not edit per_query.csv")
+        out.append(value)
+    return out
 
 
 def _top_score(row: list[str], top_col: int | None, retrieved_col: int | None, query_id: str, where: str, line: int,

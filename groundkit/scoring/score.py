@@ -143,6 +143,46 @@ def graded_in(universe: Sequence[Excerpt], spans: Sequence[Sequence[ResolvedSpan
     return out
 
 
+def score_two_label_sets(
+    machine: Sequence[ResolvedJudgment],
+    human: Sequence[ResolvedJudgment],
+    rankings: Mapping[str, Sequence[str]],
+    passages: Mapping[str, Excerpt],
+    metrics: Sequence[Metric | str],
+    *,
+    universe: Sequence[Excerpt] | None,
+    relevance: Relevance = ANY_OVERLAP,
+    top_scores: Mapping[str, float] | None = None,
+) -> tuple[StageResult, dict[str, dict[str, int]]]:
+    """Score a run under a judge's labels (``machine``) and, where a person labelled the same query, theirs.
+
+    Every machine-judged query is a row, scored as :func:`score_run` scores it under the judge's labels. A
+    query of ``human`` with the same ``query_id`` also gets ``human_metrics``: its directed metrics under the
+    person's labels, from the same ranking. A query for which the person found nothing relevant (``no_answer``)
+    scores 0 on every one of them, as trec_eval scores a query without relevant documents, so that every
+    labelled query has a value and the mean over queries is a plain mean (the estimand of
+    groundkit/scoring/two_labels.py). A person's judgment of a query the judge never saw is not scored: the
+    estimate is over the machine-judged queries.
+
+    Passages nobody judged count as not relevant under both label sets; PPI corrects the judge's errors,
+    not the pool's holes.
+
+    Returns the result (``human_measures`` set, so per_query.csv has its ``human.`` columns) and the judge's
+    graded qrels.
+    """
+    metrics = [MEASURES.parse(m) if isinstance(m, str) else m for m in metrics]
+    directed = [m for m in metrics if m.measure.directed]
+    result, qrels = score_run(machine, rankings, passages, metrics, universe=universe, relevance=relevance,
+                              top_scores=top_scores)
+    judged = {j.query_id for j in machine}
+    labelled = [j for j in human if j.query_id in judged]
+    scored, _ = score_run(labelled, rankings, passages, directed, universe=universe, relevance=relevance)
+    by_person = {q.query_id: {m.name: q.metrics[m.name] if q.answerable else 0.0 for m in directed}
+                 for q in scored.queries}
+    queries = [q.model_copy(update={"human_metrics": by_person.get(q.query_id)}) for q in result.queries]
+    return StageResult(measures=result.measures, queries=queries, human_measures=[m.name for m in directed]), qrels
+
+
 def _graded(spans: Sequence[ResolvedSpan], locator: PassageLocator, relevance: Relevance) -> dict[str, int]:
     """The relevant passages among the locator's and their grades: the highest grade of a span each is relevant to."""
     grades: dict[str, int] = {}

@@ -1,0 +1,180 @@
+"""`groundkit compare` between two runs scored under two label sets: PPI++ on the per-query paired differences,
+checked against ppi_py on the differences read back from per_query.csv."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ppi_py import ppi_mean_ci, ppi_mean_pointestimate, ppi_mean_pval
+
+from groundkit.cli import main
+from groundkit.corpus.judgments import Category
+from groundkit.scoring.ppi import ALPHA, minimum_detectable_effect
+from groundkit.scoring.schema import QueryResult, StageResult, read_per_query
+
+METRICS = ["recall@10", "ndcg@10", "chars@10"]
+DIRECTED = ["recall@10", "ndcg@10"]
+QUERIES, LABELLED = 160, 50
+
+
+def _truth(rng: np.random.Generator, shift: float) -> np.ndarray:
+    """Per-query (recall@10, ndcg@10) of one chunk size under the person's labels."""
+    ranks = rng.integers(1, 16, QUERIES) + shift
+    hit = (ranks <= 10).astype(float)
+    return np.stack([hit, hit / np.log2(1 + np.maximum(ranks, 1))], axis=1)
+
+
+def _side(folder: Path, truth: np.ndarray, judged: np.ndarray, labelled: np.ndarray, empty: np.ndarray,
+          size: int) -> Path:
+    queries = []
+    for i in range(QUERIES):
+        category = Category.NO_ANSWER if empty[i] else Category.FACTOID  # the judge found nothing relevant
+        metrics = {} if empty[i] else {"recall@10": judged[i, 0], "ndcg@10": judged[i, 1], "chars@10": 8000.0}
+        human = dict(zip(DIRECTED, truth[i].tolist(), strict=True)) if labelled[i] else None
+        queries.append(QueryResult(query_id=f"q{i:03d}", query=f"question {i}", category=category, retrieved=10,
+                                   gold_chunks=0 if empty[i] else 1, first_gold_rank=None, metrics=metrics,
+                                   human_metrics=human))
+    result = StageResult(measures=METRICS, queries=queries, human_measures=DIRECTED)
+    folder.mkdir(parents=True)
+    (folder / "per_query.csv").write_text(result.per_query_csv(), encoding="utf-8")
+    metadata = {"corpus_hash": "c" * 64, "judgments_hash": "j" * 64, "groundkit_version": "0.1.0",
+                "params": {"chunk": {"size": size}}}
+    (folder / "run.json").write_text(json.dumps(metadata), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def two_chunk_sizes(tmp_path_factory) -> tuple[Path, Path]:
+    rng = np.random.default_rng(40)
+    labelled = np.zeros(QUERIES, dtype=bool)
+    labelled[rng.choice(QUERIES, LABELLED, replace=False)] = True
+    empty = rng.random(QUERIES) < 0.1
+    root = tmp_path_factory.mktemp("two_labels")
+    sides = []
+    for shift, size in ((0.0, 800), (-1.5, 400)):
+        truth = _truth(rng, shift)
+        # A lenient judge: on a third of the queries it credits a passage at rank 1-5 the person did not.
+        lenient = rng.random(QUERIES) < 0.33
+        judged = truth.copy()
+        credited = 1 / np.log2(1 + rng.integers(1, 6, QUERIES))
+        judged[:, 0] = np.where(lenient, 1.0, truth[:, 0])
+        judged[:, 1] = np.where(lenient, np.maximum(truth[:, 1], credited), truth[:, 1])
+        sides.append(_side(root / str(size), truth, judged, labelled, empty, size))
+    return sides[0], sides[1]
+
+
+def _differences(baseline: Path, candidate: Path, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Y, Yhat, Yhat_unlabelled) of the paired differences, read back as compare reads them."""
+    tables = [read_per_query((side / "per_query.csv").read_text(encoding="utf-8"), "per_query.csv")
+              for side in (baseline, candidate)]
+    machine = [np.nan_to_num(t.values[:, t.metric_names.index(metric)], nan=0.0) for t in tables]
+    human = [t.human_values[:, t.human_names.index(metric)] for t in tables]
+    d_machine, d_human = machine[1] - machine[0], human[1] - human[0]
+    labelled = ~np.isnan(d_human)
+    return d_human[labelled], d_machine[labelled], d_machine[~labelled]
+
+
+def test_the_ppi_delta_interval_and_p_value_equal_ppi_py_on_the_differences(two_chunk_sizes, capsys):
+    baseline, candidate = two_chunk_sizes
+    assert main(["compare", str(baseline), str(candidate), "--metric", "ndcg@10", "--metric", "recall@10",
+                 "--json"]) in (0, 1)
+    report = json.loads(capsys.readouterr().out)
+    ppi = report["two_label_sets"]
+    assert (ppi["n"], ppi["N"]) == (LABELLED, QUERIES - LABELLED)
+    overall = {s["metric"]: s for s in report["overall"]}
+    for metric in DIRECTED:
+        Y, Yhat, Yhat_u = _differences(baseline, candidate, metric)
+        figures = ppi["metrics"][metric]
+        expected = float(ppi_mean_pointestimate(Y, Yhat, Yhat_u)[0])
+        low, high = ppi_mean_ci(Y, Yhat, Yhat_u, alpha=ALPHA)
+        assert figures["delta"] == pytest.approx(expected, abs=1e-9)
+        assert figures["ci95"] == pytest.approx([float(low[0]), float(high[0])], abs=1e-9)
+        p_value = float(ppi_mean_pval(Y, Yhat, Yhat_u, lam=figures["lambda"])[0])
+        assert figures["p_value"] == pytest.approx(p_value, abs=1e-9)
+        # The overall row, the gate and the MDE read the PPI figures.
+        row = overall[metric]
+        assert (row["delta"], row["ci95"], row["p_value"]) == (figures["delta"], figures["ci95"], figures["p_value"])
+        assert row["queries"] == QUERIES and row["effect_size_dz"] is None
+        assert row["wins"] + row["ties"] + row["losses"] == LABELLED
+        se = (high[0] - low[0]) / (2 * 1.959963984540054)
+        assert figures["mde"] == pytest.approx(minimum_detectable_effect(float(se)), abs=1e-9)
+        mde = {d["metric"]: d for d in report["detectable"] if d["category"] == "all"}[metric]
+        assert mde["mde"] == figures["mde"] and mde["queries"] == QUERIES
+        # The judge alone: its mean difference over every query, marked biased.
+        assert figures["machine_only"] == {"delta": pytest.approx(float(np.mean(np.concatenate([Yhat, Yhat_u])))),
+                                           "biased": True}
+    # Holm over the two gated PPI p-values.
+    p = sorted(ppi["metrics"][m]["p_value"] for m in DIRECTED)
+    adjusted = sorted(report["gate"]["p_adjusted"].values())
+    assert adjusted[0] == pytest.approx(min(1.0, 2 * p[0])) and adjusted[1] == pytest.approx(max(adjusted[0], p[1]))
+    # The context read (chars@10) does not depend on the labels: its row stays the bootstrap's.
+    assert "chars@10" not in ppi["metrics"] and overall["chars@10"]["effect_size_dz"] is None
+    assert math.isfinite(overall["chars@10"]["baseline"])
+
+
+def test_the_markdown_report_says_what_the_rows_are(two_chunk_sizes, capsys):
+    baseline, candidate = two_chunk_sizes
+    main(["compare", str(baseline), str(candidate), "--metric", "ndcg@10"])
+    out = capsys.readouterr().out
+    assert f"**Two label sets**: {LABELLED} queries labelled by a person, {QUERIES - LABELLED} by the judge" in out
+
+
+def test_one_label_set_against_two_is_refused(two_chunk_sizes, tmp_path, capsys):
+    baseline, candidate = two_chunk_sizes
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    text = (candidate / "per_query.csv").read_text(encoding="utf-8")
+    header = text.splitlines()[0].split(",")
+    keep = [i for i, name in enumerate(header) if not name.startswith("human.")]
+    rows = [",".join(line.split(",")[i] for i in keep) for line in text.splitlines()]
+    (plain / "per_query.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (plain / "run.json").write_text((candidate / "run.json").read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["compare", str(baseline), str(plain)]) == 1
+    err = capsys.readouterr().err
+    assert "was scored under one label set" in err and "fix: score both sides" in err
+
+
+def test_labels_on_other_queries_are_refused(two_chunk_sizes, tmp_path, capsys):
+    baseline, candidate = two_chunk_sizes
+    other = tmp_path / "other"
+    other.mkdir()
+    lines = (candidate / "per_query.csv").read_text(encoding="utf-8").splitlines()
+    unlabelled = next(i for i, line in enumerate(lines) if ",factoid," in line and line.endswith(",,"))
+    lines[unlabelled] = lines[unlabelled][:-2] + ",1.000000,1.000000"
+    (other / "per_query.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (other / "run.json").write_text((candidate / "run.json").read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["compare", str(baseline), str(other)]) == 1
+    assert "has a person's labels on other queries than the baseline" in capsys.readouterr().err
+
+
+def test_several_candidates_read_the_ppi_figures_each_as_alone(two_chunk_sizes, tmp_path, capsys):
+    baseline, candidate = two_chunk_sizes
+    same = tmp_path / "same"
+    same.mkdir()
+    for name in ("per_query.csv", "run.json"):
+        (same / name).write_bytes((baseline / name).read_bytes())
+    main(["compare", str(baseline), str(candidate), "--metric", "ndcg@10,recall@10", "--json"])
+    pair = {s["metric"]: s for s in json.loads(capsys.readouterr().out)["overall"]}
+    main(["compare", str(baseline), str(candidate), str(same), "--metric", "ndcg@10,recall@10", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    moved, unmoved = ({s["metric"]: s for s in c["overall"]} for c in report["candidates"])
+    for metric in DIRECTED:
+        assert {k: v for k, v in moved[metric].items() if k != "p_adjusted"} == pair[metric]
+        # No difference anywhere: PPI's delta and interval are 0, its p-value 1.
+        assert (unmoved[metric]["delta"], unmoved[metric]["ci95"], unmoved[metric]["p_value"]) == (0.0, [0.0, 0.0],
+                                                                                                     1.0)
+
+
+def test_the_api_frame_carries_the_human_columns(two_chunk_sizes):
+    import groundkit as gk
+
+    baseline, _ = two_chunk_sizes
+    frame = gk.load_results(str(baseline)).per_query
+    table = read_per_query((baseline / "per_query.csv").read_text(encoding="utf-8"), "per_query.csv")
+    assert [c for c in frame.columns if c.startswith("human.")] == ["human.recall@10", "human.ndcg@10"]
+    assert np.array_equal(frame["human.ndcg@10"].to_numpy(), table.human_values[:, 1], equal_nan=True)
+    assert int(frame["human.ndcg@10"].notna().sum()) == LABELLED

@@ -536,6 +536,8 @@ def test_ray_failing_to_start_on_this_machine_is_one_message_naming_ray(tiny_cor
         raise raised
 
     monkeypatch.setattr(ray, "init", init)
+    # Another test of this module may have left a Ray of its own running in this process; the engine would join it.
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     corpus, judgments = tiny_corpus
     code = main(["run", "--corpus", str(corpus), "--judgments", str(judgments), "--out", str(tmp_path / "out"),
@@ -569,13 +571,13 @@ def test_any_other_error_ray_raises_while_a_step_runs_is_one_message_naming_ray(
 
     monkeypatch.setattr(ray, "is_initialized", lambda: True)  # connected by the caller: no cluster is started
     error = _rays_errors()[index]
-    with pytest.raises(EngineError) as info, RayEngine("10.0.0.1:6379", source="params.yaml"):
+    with pytest.raises(EngineError) as info, RayEngine("127.0.0.1:6379", source="params.yaml"):
         raise error
     message = str(info.value)
     assert message.startswith(f"Ray failed while the step ran ({type(error).__name__}"), message
     assert "an error of Ray's, not of groundkit's" in message and "\n  fix: " in message
     # A task's own failure, and groundkit's own errors, stay what they are.
-    with pytest.raises(ZeroDivisionError), RayEngine("10.0.0.1:6379", source="params.yaml"):
+    with pytest.raises(ZeroDivisionError), RayEngine("127.0.0.1:6379", source="params.yaml"):
         raise ZeroDivisionError
-    with pytest.raises(EngineError, match=r"^mine"), RayEngine("10.0.0.1:6379", source="params.yaml"):
+    with pytest.raises(EngineError, match=r"^mine"), RayEngine("127.0.0.1:6379", source="params.yaml"):
         raise EngineError("mine", fix="x")

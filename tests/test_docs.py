@@ -113,7 +113,7 @@ def test_the_readme_is_short_and_its_links_reach_the_guide():
     assert len(readme.splitlines()) <= 250
     # The set-up commands are what .ci/run runs.
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    for command in ("-e '.[test,dense,ray]'", "scripts/install_test_tools.sh", "python -m pytest"):
+    for command in ("-e '.[test,dense,ray,chunking]'", "scripts/install_test_tools.sh", "python -m pytest"):
         assert command in readme and command in ci, command
     assert "pip install -e . && dvc repro" in readme
     # GitHub renders README's links; mkdocs never sees them, so a moved page would break them silently.

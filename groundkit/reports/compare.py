@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 
 from groundkit.errors import CompareError, MeasureError
+from groundkit.reports.inference import TOO_FEW, Decided, FlipNull, decide_family, paired_tests
 from groundkit.reports.sides import NO_ANSWER, Side
 from groundkit.reports.stats import (
     CORRECTIONS,
     adjust_p_values,
     effect_size,
     minimum_detectable_effect,
-    paired_stats_many,
     smallest_p_value,
     wins_ties_losses,
 )
@@ -69,11 +69,22 @@ class Stat:
     wins: int = 0
     ties: int = 0
     losses: int = 0
+    null: FlipNull | None = field(default=None, repr=False, compare=False)
+    decided: Decided | None = None
+
+    @property
+    def significant(self) -> bool:
+        """The deciding interval (groundkit/reports/inference.py) excludes 0; never below MIN_QUERIES queries."""
+        return self.decided is not None and self.decided.significant
 
     def as_dict(self) -> dict[str, Any]:
-        ci = None if self.ci_low is None else [self.ci_low, self.ci_high]
+        raw = None if self.ci_low is None else [self.ci_low, self.ci_high]
+        d = self.decided
+        ci = None if d is None else [None if math.isinf(d.low) else d.low, None if math.isinf(d.high) else d.high]
         return {"metric": self.metric, "queries": self.queries, "baseline": self.baseline,
-                "candidate": self.candidate, "delta": self.delta, "ci95": ci, "p_value": self.p_value,
+                "candidate": self.candidate, "delta": self.delta, "ci95": raw, "p_value": self.p_value,
+                "ci": ci, "ci_level": None if d is None else 1 - d.level, "ci_bounds": None if d is None else d.bounds,
+                "significant": self.significant,
                 "effect_size_dz": self.effect_size, "wins": self.wins, "ties": self.ties, "losses": self.losses}
 
 
@@ -175,19 +186,36 @@ def paired_rows(metrics: list[str], before: np.ndarray, afters: list[np.ndarray]
     gets the same interval and p-value here as compared alone.
     """
     queries = before.shape[1]
-    tests = paired_stats_many(np.tile(before, (len(afters), 1)), np.concatenate(afters)) if afters else []
+    tests = paired_tests(np.tile(before, (len(afters), 1)), np.concatenate(afters)) if afters else []
     result = []
     for c, after in enumerate(afters):
         stats = []
         for j, metric in enumerate(metrics):
-            low, high, p_value = tests[c * len(metrics) + j]
+            low, high, p_value, null = tests[c * len(metrics) + j]
             d = after[j] - before[j]
             means = (float(before[j].mean()), float(after[j].mean()), float(d.mean())) if queries else (None,) * 3
             stats.append(Stat(metric, queries, *means, ci_low=low, ci_high=high, p_value=p_value,
-                              effect_size=effect_size(d), **dict(zip(("wins", "ties", "losses"),
-                                                                     wins_ties_losses(d), strict=True))))
+                              effect_size=effect_size(d), null=null, **dict(zip(("wins", "ties", "losses"),
+                                                                                wins_ties_losses(d), strict=True))))
         result.append(stats)
     return result
+
+
+def decide_rows(stats: Sequence[Stat], alpha: float, correction: str = "none") -> list[float | None]:
+    """Give each of ``stats``, tested together under ``correction``, its deciding interval; return their p-values
+    adjusted the same way (None: no test). The rows of one family share their queries, so either every row or none
+    is below MIN_QUERIES: then the p-values are adjusted and shown, but no row gets an interval or a mark."""
+    for s, d in zip(stats, decide_family([s.null for s in stats], [s.delta for s in stats], alpha, correction),
+                    strict=True):
+        s.decided = d
+    return adjust_p_values([s.p_value for s in stats], correction)
+
+
+def untested_reason(stat: Stat) -> str:
+    """Why a row has no deciding interval."""
+    if stat.p_value is None:
+        return f"{count_text(stat.queries)}; a paired test needs at least two"
+    return f"{count_text(stat.queries)}; {TOO_FEW}"
 
 
 def _stats(metrics: list[str], before: np.ndarray, after: np.ndarray) -> list[Stat]:
@@ -436,10 +464,8 @@ def decide(gated: list[Stat], p_adjusted: list[float | None], alpha: float, max_
     context each gated metric is read with (``costs``, by gated metric). A cost's move is tested at ``alpha``
     alone, uncorrected: a doubt about what a change cost counts against calling it a gain."""
     costs = costs or {}
-    untested = {s.metric: f"{count_text(s.queries)}; a paired test needs at least two"
-                for s in gated if s.p_value is None}
-    significant = [s for s, p in zip(gated, p_adjusted, strict=True)
-                   if p is not None and p < alpha and s.delta is not None and s.delta != 0]
+    untested = {s.metric: untested_reason(s) for s in gated if s.decided is None}
+    significant = [s for s in gated if s.significant and s.delta]
     regressions = [s.metric for s in significant if s.delta is not None and s.delta < -max_drop]
     traded = {s.metric: costs[s.metric].metric for s in significant
               if s.metric in costs and _moved_with(costs[s.metric], s, alpha)}
@@ -462,7 +488,7 @@ def decide(gated: list[Stat], p_adjusted: list[float | None], alpha: float, max_
 
 def _moved_with(cost: Stat, stat: Stat, alpha: float) -> bool:
     """Whether the context read (``cost``) moved significantly in the direction ``stat`` did."""
-    if cost.p_value is None or cost.p_value >= alpha or not cost.delta or not stat.delta:
+    if not cost.significant or not cost.delta or not stat.delta:
         return False
     return (cost.delta > 0) == (stat.delta > 0)
 
@@ -528,7 +554,10 @@ def compare(
                         max_drop=max_drop, corpus_change=corpus_change, one_sided=one_sided, correction=correction,
                         gate_notes=gate_notes)
     gated = [s for s in overall if s.metric in gate]
-    adjusted = adjust_p_values([s.p_value for s in gated], correction)
+    decide_rows([s for s in overall if s.metric not in gate], alpha)
+    for stats in by_category.values():
+        decide_rows(stats, alpha)
+    adjusted = decide_rows(gated, alpha, correction)
     result.p_adjusted = {s.metric: p for s, p in zip(gated, adjusted, strict=True)}
     by_metric = {s.metric: s for s in overall}
     result.costs = {m: by_metric[cost] for m, cost in cost_metrics(gate, metrics).items()}

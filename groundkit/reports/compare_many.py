@@ -35,6 +35,7 @@ from groundkit.reports.compare import (
     check_max_drop,
     cost_metrics,
     decide,
+    decide_rows,
     default_gate,
     detectable,
     metric_matrix,
@@ -45,6 +46,7 @@ from groundkit.reports.compare import (
     short_hash,
 )
 from groundkit.reports.compare_text import (
+    CI_LEGEND,
     EFFECT_LEGEND,
     METHOD,
     correction_text,
@@ -52,12 +54,13 @@ from groundkit.reports.compare_text import (
     detectable_lines,
     effect_text,
     interval_cells,
+    mark,
     number_text,
     signed_text,
     verdict_reason,
 )
 from groundkit.reports.sides import Side, read_side, resolve_revision
-from groundkit.reports.stats import RESAMPLES, SEED, adjust_p_values
+from groundkit.reports.stats import RESAMPLES, SEED
 from groundkit.reports.sweep import dvc_exp_show, experiment_rows, git_run_json
 
 
@@ -128,7 +131,11 @@ def compare_many(
                            [metric_matrix(c, r[mask], gate) for c, r in zip(candidates, after_rows, strict=True)])
         for k, row in enumerate(rows):
             by_category[k][category] = row
-    adjusted = adjust_p_values([s.p_value for row in overall for s in row], correction)
+    for k, row in enumerate(stats):
+        decide_rows(row[len(gate):], alpha)  # the costs: each one test, as decide reads them
+        for category_stats in by_category[k].values():
+            decide_rows(category_stats, alpha)
+    adjusted = decide_rows([s for row in overall for s in row], alpha, correction)
     results = []
     for k, candidate in enumerate(candidates):
         mine = adjusted[k * len(gate):(k + 1) * len(gate)]
@@ -238,15 +245,14 @@ def render_markdown_many(result: ManyComparison) -> str:
     """The N-way report as Markdown: one row per candidate and gated metric, then categories and power."""
     b = result.baseline
     corrected = correction_text(result.correction, result.tests)
-    mark = "p" if result.correction == "none" else "corrected p"
     lines = [
         f"## groundkit compare: `{b.label}` against {len(result.candidates)} candidates",
         "",
         f"Paired over {result.queries} answerable queries (same judgments, hash "
-        f"`{short_hash(b.metadata['judgments_hash'])}`). 95% CI: paired bootstrap; p: paired randomization test; "
-        f"{RESAMPLES:,} resamples each, seed {SEED}. Gated metrics: {', '.join(result.gate)}; their p-values are "
-        f"{corrected} ({len(result.candidates)} candidates x {len(result.gate)} "
-        f"{'metric' if len(result.gate) == 1 else 'metrics'}), and `*` marks {mark} < {result.alpha}.",
+        f"`{short_hash(b.metadata['judgments_hash'])}`). {CI_LEGEND} p: paired randomization test; "
+        f"{RESAMPLES:,} resamples each, seed {SEED}. Gated metrics: {', '.join(result.gate)}; their p-values and "
+        f"CIs are {corrected} ({len(result.candidates)} candidates x {len(result.gate)} "
+        f"{'metric' if len(result.gate) == 1 else 'metrics'}).",
         EFFECT_LEGEND,
         "",
     ]
@@ -258,29 +264,28 @@ def render_markdown_many(result: ManyComparison) -> str:
     if changed_corpus:
         lines += [f"**Corpus changed** (`--allow-corpus-change`) for {', '.join(changed_corpus)}: the same "
                   "judgments were scored over other documents.", ""]
-    lines += ["| candidate | changes | metric | baseline | candidate | delta | 95% CI | p | corrected p | d_z "
-              "| W/T/L |", "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
+    lines += ["| candidate | changes | metric | baseline | candidate | delta | CI (decides) | raw 95% CI | p "
+              "| corrected p | d_z | W/T/L |",
+              "| --- | --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
     for r in result.candidates:
         for s in r.overall:
             m = s.metric
-            p = r.p_adjusted[m]
-            star = " *" if p is not None and p < result.alpha else ""
-            interval, raw = interval_cells(s)
+            interval, raw, p = interval_cells(s)
             lines.append(f"| {r.side.label} | {_changes(r)} | {m} | {number_text(s.baseline, m)} | "
-                         f"{number_text(s.candidate, m)} | {signed_text(s.delta, m)}{star} | {interval} | {raw} | "
-                         f"{_adjusted(p)} | {effect_text(s)} | {counts_text(s)} |")
+                         f"{number_text(s.candidate, m)} | {signed_text(s.delta, m)}{mark(s)} | {interval} | {raw} | "
+                         f"{p} | {_adjusted(r.p_adjusted[m])} | {effect_text(s)} | {counts_text(s)} |")
     lines += ["", "### Per category", "",
-              "The p-values here are each for one test, uncorrected: they point at where a change comes from, "
+              f"Each row here is one test at {result.alpha}, uncorrected: they point at where a change comes from, "
               "they do not decide.", "",
-              "| candidate | category | n | metric | delta | 95% CI | p | d_z | W/T/L |",
-              "| --- | --- | ---: | --- | ---: | --- | ---: | ---: | ---: |"]
+              "| candidate | category | n | metric | delta | CI (decides) | raw 95% CI | p | d_z | W/T/L |",
+              "| --- | --- | ---: | --- | ---: | --- | --- | ---: | ---: | ---: |"]
     for r in result.candidates:
         for category, stats in r.by_category.items():
             for s in stats:
-                interval, raw = interval_cells(s)
+                interval, raw, p = interval_cells(s)
                 lines.append(f"| {r.side.label} | {category} | {s.queries} | {s.metric} | "
-                             f"{signed_text(s.delta, s.metric)} | {interval} | {raw} | {effect_text(s)} | "
-                             f"{counts_text(s)} |")
+                             f"{signed_text(s.delta, s.metric)}{mark(s)} | {interval} | {raw} | {p} | "
+                             f"{effect_text(s)} | {counts_text(s)} |")
     lines.append("")
     lines += detectable_lines(result.detectable, result.alpha)
     if result.left_out:

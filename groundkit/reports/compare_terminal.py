@@ -18,8 +18,10 @@ from groundkit.reports.compare_many import ManyComparison
 from groundkit.reports.compare_text import (
     correction_text,
     counts_text,
+    decided_text,
     effect_text,
     number_text,
+    raw_text,
     separability_text,
     signed_text,
     verdict_reason,
@@ -56,9 +58,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence
 
 
 def _interval(stat: Stat) -> str:
-    if stat.ci_low is None:
-        return "n/a"
-    return f"[{signed_text(stat.ci_low, stat.metric)}, {signed_text(stat.ci_high, stat.metric)}]"
+    return decided_text(stat) + ("*" if stat.significant else "")
 
 
 def _p(p: float | None) -> str:
@@ -71,9 +71,8 @@ def _gated_rows(gate: list[str], stats: dict[str, Stat], p_adjusted: dict[str, f
     for m in gate:
         s = stats[m]
         p = p_adjusted.get(m)
-        star = " *" if p is not None and p < alpha else ""
         rows.append([m, number_text(s.baseline, m), number_text(s.candidate, m), signed_text(s.delta, m),
-                     _interval(s), _p(p) + star])
+                     _interval(s), _p(p)])
         cost = costs.get(m)
         if cost is not None and cost.delta:
             ratio = f"{cost.candidate / cost.baseline:.2f}x" if cost.baseline and cost.candidate is not None else ""
@@ -83,7 +82,7 @@ def _gated_rows(gate: list[str], stats: dict[str, Stat], p_adjusted: dict[str, f
     return rows
 
 
-GATED_HEADER = ("gated metric", "baseline", "candidate", "delta", "95% CI", "corrected p")
+GATED_HEADER = ("gated metric", "baseline", "candidate", "delta", "CI (decides)", "corrected p")
 GATED_RIGHT = (False, True, True, True, False, True)
 
 
@@ -96,8 +95,8 @@ def render_text(result: Comparison, *, top: int = 10) -> str:
     reason = verdict_reason(result.gate, stats, result.p_adjusted, result.alpha, result.traded, result.costs)
     lines = [*_wrap(f"groundkit compare: {b.label} -> {c.label}, paired over {answerable} answerable queries"), ""]
     lines += _wrap(f"Verdict: {result.verdict}, as {reason}.")
-    lines += _wrap(f"Gated at alpha {result.alpha}, {correction_text(result.correction, tests)}; * marks corrected p "
-                   "below alpha.")
+    lines += _wrap(f"Gated at alpha {result.alpha}, {correction_text(result.correction, tests)}; CI (decides): the "
+                   "sign-flip test inverted at the corrected level; * marks a CI that excludes 0.")
     if result.regressions:
         lines += _wrap(f"Gate: regression beyond the allowed drop of {result.max_drop}: "
                        f"{', '.join(result.regressions)}.")
@@ -124,18 +123,20 @@ def render_text(result: Comparison, *, top: int = 10) -> str:
     one_sided = [f"{m} ({side} only)" for side in ("baseline", "candidate") for m in result.one_sided.get(side, [])]
     if one_sided:
         lines += _wrap(f"Not compared, reported by one run only: {', '.join(one_sided)}.")
-    lines += ["", "Every metric (p uncorrected; W/T/L: queries higher / same / lower in the candidate)"]
-    header = ("metric", "baseline", "candidate", "delta", "95% CI", "p", "d_z", "W/T/L")
-    right = (False, True, True, True, False, True, True, True)
+    lines += ["", *_wrap("Every metric (ungated rows: each one test at alpha, p uncorrected; W/T/L: queries "
+                         "higher / same / lower in the candidate)")]
+    header = ("metric", "baseline", "candidate", "delta", "CI (decides)", "raw 95% CI", "p", "d_z", "W/T/L")
+    right = (False, True, True, True, False, False, True, True, True)
     lines += _table(header, [[s.metric, number_text(s.baseline, s.metric), number_text(s.candidate, s.metric),
-                              signed_text(s.delta, s.metric), _interval(s), _p(s.p_value), effect_text(s),
-                              counts_text(s)] for s in result.overall], right)
-    lines += ["", "The gated metrics by category (p uncorrected; --format md for every metric)"]
-    rows = [[category, str(s.queries), s.metric, signed_text(s.delta, s.metric), _interval(s), _p(s.p_value)]
+                              signed_text(s.delta, s.metric), _interval(s), raw_text(s), _p(s.p_value),
+                              effect_text(s), counts_text(s)] for s in result.overall], right)
+    lines += ["", "The gated metrics by category (each one test, uncorrected; --format md for every metric)"]
+    rows = [[category, str(s.queries), s.metric, signed_text(s.delta, s.metric), _interval(s), raw_text(s),
+             _p(s.p_value)]
             for category, category_stats in result.by_category.items() for s in category_stats
             if s.metric in result.gate]
-    lines += _table(("category", "n", "metric", "delta", "95% CI", "p"), rows,
-                    (False, True, False, True, False, True))
+    lines += _table(("category", "n", "metric", "delta", "CI (decides)", "raw 95% CI", "p"), rows,
+                    (False, True, False, True, False, False, True))
     na = result.no_answer
     lines += ["", f"No-answer queries that abstained: {na['abstained_baseline']}/{na['queries']} -> "
                   f"{na['abstained_candidate']}/{na['queries']}."]
@@ -151,7 +152,8 @@ def render_text(result: Comparison, *, top: int = 10) -> str:
             for query_id, rank, row in zip(ids, ranks, moved[:shown], strict=True):
                 query = _cut(row["query"], WIDTH - fixed)
                 lines.append(f"  {query_id:<{max(map(len, ids))}}  {rank:<{max(map(len, ranks))}}  {query}".rstrip())
-    lines += ["", *_wrap(f"95% CI: paired bootstrap; p: paired randomization test; {RESAMPLES:,} resamples, "
+    lines += ["", *_wrap(f"CI (decides): the paired sign-flip test inverted; raw 95% CI: paired bootstrap, never "
+                         f"deciding; p: paired randomization test; {RESAMPLES:,} resamples, "
                          f"seed {SEED}. --format md for the pull-request comment, --format json for machines.")]
     return "\n".join(lines) + "\n"
 
@@ -169,7 +171,8 @@ def render_text_many(result: ManyComparison) -> str:
         lines += _wrap(f"Note: {note}.")
     corrected = correction_text(result.correction, result.tests)
     lines += _wrap(f"Gated at alpha {result.alpha}, {corrected} ({len(result.candidates)} candidates x "
-                   f"{len(result.gate)} metrics); * marks corrected p below alpha.")
+                   f"{len(result.gate)} metrics); CI (decides): the sign-flip test inverted at the corrected "
+                   "level; * marks a CI that excludes 0.")
     for r in result.candidates:
         stats = {s.metric: s for s in r.overall}
         changes = ", ".join(f"{k}={'(not set)' if v[1] is None else v[1]}" for k, v in r.params_changed.items())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from groundkit.reports.compare import ALL, Comparison, Detectable, Stat, short_hash
@@ -40,25 +41,52 @@ def counts_text(stat: Stat) -> str:
     return f"{stat.wins}/{stat.ties}/{stat.losses}"
 
 
-def interval_cells(stat: Stat) -> tuple[str, str]:
-    """The interval and p-value cells; without a test they say why."""
-    m = stat.metric
-    if stat.p_value is None:
-        return f"n/a ({stat.queries} {'query' if stat.queries == 1 else 'queries'})", "n/a"
-    return f"[{signed_text(stat.ci_low, m)}, {signed_text(stat.ci_high, m)}]", f"{stat.p_value:.4f}"
+def _bound(value: float, metric: str) -> str:
+    return ("-inf" if value < 0 else "+inf") if math.isinf(value) else signed_text(value, metric)
 
 
-def _row(stat: Stat, significant: bool) -> str:
+def decided_text(stat: Stat) -> str:
+    """The interval that decides the row, with its level: ``[+0.0238, +0.4521] 97.5%``; ``(0, +0.45]`` when only
+    its direction is claimed (Holm's rejected rows); without one, why."""
+    d, m = stat.decided, stat.metric
+    if d is None:
+        few = stat.p_value is not None
+        return f"n/a ({stat.queries} {'query' if stat.queries == 1 else 'queries'}{'; < 10' if few else ''})"
+    low = "0" if d.open_low else _bound(d.low, m)
+    high = "0" if d.open_high else _bound(d.high, m)
+    return f"{d.bounds[0]}{low}, {high}{d.bounds[1]} {level_text(1 - d.level)}"
+
+
+def level_text(level: float) -> str:
+    """A confidence level as a percentage, to as many decimals as it needs: 95%, 97.5%, 99.773%."""
+    text = f"{100 * level:.3f}".rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
+def raw_text(stat: Stat) -> str:
+    """The raw 95% percentile-bootstrap interval (``ci95``): shown beside the deciding one, never deciding."""
+    if stat.ci_low is None:
+        return "n/a"
+    return f"[{signed_text(stat.ci_low, stat.metric)}, {signed_text(stat.ci_high, stat.metric)}]"
+
+
+def interval_cells(stat: Stat) -> tuple[str, str, str]:
+    """The deciding interval, the raw bootstrap interval and the p-value cells; without a test they say why."""
+    p = "n/a" if stat.p_value is None else f"{stat.p_value:.4f}"
+    return decided_text(stat), raw_text(stat), p
+
+
+def mark(stat: Stat) -> str:
+    """`` *`` exactly when the row's deciding interval excludes 0."""
+    return " *" if stat.significant else ""
+
+
+def _row(stat: Stat) -> str:
     m = stat.metric
-    mark = " *" if significant else ""
-    interval, p_value = interval_cells(stat)
+    interval, raw, p_value = interval_cells(stat)
     return (f"| {m} | {number_text(stat.baseline, m)} | {number_text(stat.candidate, m)} | "
-            f"{signed_text(stat.delta, m)}{mark} | {interval} | {p_value} | {effect_text(stat)} "
+            f"{signed_text(stat.delta, m)}{mark(stat)} | {interval} | {raw} | {p_value} | {effect_text(stat)} "
             f"| {counts_text(stat)} |")
-
-
-def _significant(stat: Stat, alpha: float) -> bool:
-    return stat.p_value is not None and stat.p_value < alpha
 
 
 def _rank_text(rank: int | None) -> str:
@@ -90,8 +118,8 @@ def verdict_reason(gate: list[str], stats: dict[str, Stat], p_adjusted: dict[str
     quality for context (compare.py's VERDICTS)."""
     parts = []
     for m in gate:
-        s, p = stats.get(m), p_adjusted.get(m)
-        if s is None or p is None or p >= alpha or not s.delta:
+        s = stats.get(m)
+        if s is None or not s.significant or not s.delta:
             continue
         if m in traded:
             more = "more" if s.delta > 0 else "less"
@@ -137,10 +165,11 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
         f"## groundkit compare: `{b.label}` → `{c.label}`",
         "",
         f"Paired over {answerable} answerable queries (same judgments, hash "
-        f"`{short_hash(b.metadata['judgments_hash'])}`). 95% CI: paired bootstrap; p: paired randomization "
-        f"test; {RESAMPLES:,} resamples each, seed {SEED}. `*` marks p < {result.alpha}.",
-        f"{EFFECT_LEGEND} The p-values in the tables are each for one test, uncorrected; the verdict uses "
-        f"those of {', '.join(result.gate)}, {correction_text(result.correction, tests)}.",
+        f"`{short_hash(b.metadata['judgments_hash'])}`). {CI_LEGEND} p: paired randomization "
+        f"test; {RESAMPLES:,} resamples each, seed {SEED}.",
+        f"{EFFECT_LEGEND} The gated metrics ({', '.join(result.gate)}) are decided together, "
+        f"{correction_text(result.correction, tests)}; every other row, and every category, alone at {result.alpha}, "
+        "and their p-values are uncorrected.",
         "",
     ]
     if result.corpus_change:
@@ -156,15 +185,15 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
     sides = [f"`{m}` ({side} only)" for side in ("baseline", "candidate") for m in result.one_sided.get(side, [])]
     if sides:
         lines += [f"Not compared, reported by one run only: {', '.join(sides)}.", ""]
-    header = ["| metric | baseline | candidate | delta | 95% CI | p | d_z | W/T/L |",
-              "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
-    lines += header + [_row(s, _significant(s, result.alpha)) for s in result.overall]
+    header = ["| metric | baseline | candidate | delta | CI (decides) | raw 95% CI | p | d_z | W/T/L |",
+              "| --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |"]
+    lines += header + [_row(s) for s in result.overall]
     lines += ["", "### Per category", "",
-              "| category | n | metric | baseline | candidate | delta | 95% CI | p | d_z | W/T/L |",
-              "| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
+              "| category | n | metric | baseline | candidate | delta | CI (decides) | raw 95% CI | p | d_z | W/T/L |",
+              "| --- | ---: | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |"]
     for category, stats in result.by_category.items():
         for s in stats:
-            lines.append(f"| {category} | {s.queries} " + _row(s, _significant(s, result.alpha)))
+            lines.append(f"| {category} | {s.queries} " + _row(s))
     na = result.no_answer
     lines += ["", f"No-answer queries abstained (returned nothing): {na['abstained_baseline']}/{na['queries']} → "
               f"{na['abstained_candidate']}/{na['queries']}. {separability_text(na[SEPARABILITY])}", ""]
@@ -183,10 +212,10 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
     gated = {s.metric: s for s in result.overall if s.metric in result.gate}
 
     def detail(m: str, s: Stat) -> str:
-        if s.p_value is None:
+        if s.decided is None:
             return f"{m} {signed_text(s.delta, m)}, no test: {result.untested[m]}"
         corrected = "" if result.correction == "none" else f", corrected p = {result.p_adjusted[m]:.4f}"
-        return f"{m} {signed_text(s.delta, m)}, p = {s.p_value:.4f}{corrected}"
+        return f"{m} {signed_text(s.delta, m)} {decided_text(s)}, p = {s.p_value:.4f}{corrected}"
 
     details = "; ".join(detail(m, s) for m, s in gated.items())
     reason = verdict_reason(result.gate, gated, result.p_adjusted, result.alpha, result.traded, result.costs)
@@ -200,7 +229,16 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
     return "\n".join(lines) + "\n"
 
 
-METHOD = {"ci": "paired percentile bootstrap, 95%", "test": "paired randomization (sign flip), two-sided",
+CI_LEGEND = ("CI (decides): the shifts the paired sign-flip test does not reject, at the row's level (gated rows: "
+             "corrected, Holm by Strassburger & Bretz 2008, BH by Benjamini & Yekutieli 2005); `*` marks a row whose "
+             "CI excludes 0, and only those; `(0, x]`: only the direction is claimed. raw 95% CI: percentile "
+             "bootstrap, shown, never deciding.")
+
+METHOD = {"ci": "the paired sign-flip test inverted, at ci_level (gated rows: Holm compatible intervals, Strassburger "
+          "& Bretz 2008; BH false-coverage-rate intervals, Benjamini & Yekutieli 2005); a row is significant exactly "
+          "when ci excludes 0; none below 10 paired queries",
+          "ci95": "raw: paired percentile bootstrap, 95%, never deciding",
+          "test": "paired randomization (sign flip), two-sided",
           "effect_size": "Cohen's d_z: mean difference / standard deviation of the differences (ddof 1)",
           "mde": f"two-sided randomization test, {POWER:.0%} power, differences' SD taken as sqrt(2) x the "
           "baseline's per-query SD", "resamples": RESAMPLES, "seed": SEED}

@@ -139,8 +139,11 @@ def headline_names(side: Side) -> list[str]:
 
 def stat_rows(run: Input, base: Input | None, comparison: Comparison | None) -> list[dict[str, Any]]:
     if comparison is not None:
+        from groundkit.reports.compare_text import decided_text
+
         return [{"metric": s.metric, "baseline": s.baseline, "run": s.candidate, "delta": s.delta,
-                 "ci": None if s.ci_low is None else [s.ci_low, s.ci_high], "p": s.p_value}
+                 "ci": None if s.ci_low is None else [s.ci_low, s.ci_high], "p": s.p_value,
+                 "decides": decided_text(s), "significant": s.significant}
                 for s in comparison.overall]
     side = run.side
     values = side.values[answerable_rows(side)].T

@@ -299,6 +299,32 @@ class ScoreParams(_Section):
         return max((cut.value for cut in cuts), default=0)
 
 
+class GateParams(_Section):
+    """What ``groundkit compare`` gates on in this repository (and so the pull-request script): read only by compare,
+    never by a stage, so changing it re-runs nothing. Command-line options take precedence.
+
+    Attributes:
+        metrics: The gated metrics (``--metric``); empty: compare's default gate.
+        max_drop: A significant drop no larger than this passes (``--max-drop``).
+        non_inferiority: ``{metric: margin}`` (``--non-inferiority``): the gate passes only when each metric's
+            one-sided 95% lower bound of the paired delta lies above ``-margin`` (docs/statistics.md).
+    """
+
+    metrics: list[str] = Field(default_factory=list)
+    max_drop: float = Field(default=0.0, ge=0.0)
+    non_inferiority: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("non_inferiority")
+    @classmethod
+    def _margins(cls, margins: dict[str, float]) -> dict[str, float]:
+        for metric, margin in margins.items():
+            if not margin > 0:
+                raise FixableValueError(f"gives {metric} the margin {margin}, not above 0",
+                                        "give each metric the largest drop that would not matter, in its own units, "
+                                        "e.g. ndcg@10: 0.02")
+        return margins
+
+
 class AuditParams(_Section):
     """The ``audit`` section of params.yaml: the gate on the audit's findings.
 
@@ -393,6 +419,7 @@ class Params(_Section):
     score: ScoreParams = Field(default_factory=ScoreParams)
     audit: AuditParams = Field(default_factory=AuditParams)
     execution: ExecutionParams = Field(default_factory=ExecutionParams)
+    gate: GateParams = Field(default_factory=GateParams)
 
     @model_validator(mode="after")
     def _depth_covers_ks(self) -> Params:
@@ -421,7 +448,7 @@ class Params(_Section):
         """
         kind = self.retrieve.kind
         # Where the work ran is not what was measured either: both engines give the same numbers.
-        exclude = {"corpus", "audit", "execution"} | (set(SECTIONS) - set(kind.sections))
+        exclude = {"corpus", "audit", "execution", "gate"} | (set(SECTIONS) - set(kind.sections))
         data = self.model_dump(mode="json", exclude=exclude)
         # Where the external run lies is not what was measured (and may be an absolute path).
         del data["retrieve"]["run"]
@@ -437,7 +464,7 @@ def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
     except ValidationError as exc:
         key, problem = describe(exc, model=Params)
         fix = ("remove or correct the key; known sections are corpus, chunk, bm25, tokenize, retrieve, dense, "
-               "hybrid, score, audit, execution")
+               "hybrid, score, audit, execution, gate")
         first = exc.errors(include_url=False)[0]
         cause = first.get("ctx", {}).get("error")
         if isinstance(cause, FixableValueError):

@@ -91,7 +91,10 @@ def pull_request(tmp_path_factory) -> Path:
     run(["git", "commit", "-q", "--allow-empty", "-m", "base results"], repo)
     run(["git", "checkout", "-q", "-b", "smaller-chunks"], repo)
     params = (repo / "params.yaml").read_text(encoding="utf-8")
-    (repo / "params.yaml").write_text(params.replace("size: 800 ", "size: 400 "), encoding="utf-8")
+    # The branch also asks its gate for evidence that nDCG@10 lost less than 0.01 (params.yaml's gate section).
+    params = params.replace("size: 800 ", "size: 400 ").replace("  non_inferiority: {}", "  non_inferiority: "
+                                                                  "{ndcg@10: 0.01}")
+    (repo / "params.yaml").write_text(params, encoding="utf-8")
     run(["git", "commit", "-q", "-am", "chunk.size 400, results not committed"], repo)
     return repo
 
@@ -108,9 +111,10 @@ def test_pr_eval_gates_a_regression_and_writes_the_comment_and_the_report(pull_r
     comment = (repo / "build" / "pr-eval" / "comment.md").read_text(encoding="utf-8")
     assert comment.startswith(MARKER + "\n## groundkit compare: `main` → `metrics`")
     assert "**The results committed at HEAD are not what `dvc repro` gives**" in comment
-    # 400-character chunks: nDCG@10 falls with half the context read (a trade: mixed), and the gate fails on it.
-    assert "Parameters changed: `chunk.size` 800 → 400." in comment and "**Verdict: mixed**" in comment
-    assert ":x: **Gate failed:** ndcg@10 dropped significantly (corrected p < 0.05) by more than 0.0." in comment
+    # 400-character chunks: nDCG@10 falls with half the context read (traded, which the regression rule passes),
+    # and the non-inferiority margin params.yaml's gate section sets fails, naming the metric and the rule.
+    assert "Parameters changed: `chunk.size` 800 → 400." in comment and "**Verdict: traded**" in comment
+    assert ":x: **Gate failed:** ndcg@10, rule non-inferiority: delta -" in comment and "not above -0.01" in comment
     assert stale.stdout == comment
     report = (repo / "build" / "pr-eval" / "report.html").read_text(encoding="utf-8")
     assert "<title>groundkit report: metrics against main</title>" in report

@@ -21,6 +21,33 @@ def _sweep_metrics() -> list[str]:
     """sweep-plot's --metric default: the columns of its table."""
     return ["recall@1", "recall@10", "ndcg@10", "chars@10", "recall@1000chars", "coverage@1000chars"]
 
+def repository_gate(cwd: Any) -> Any:
+    """The ``gate`` section of params.yaml in ``cwd`` (config.GateParams), or its defaults where there is none.
+
+    Only that section is read: a problem elsewhere in params.yaml is the stages' to report, not compare's.
+    """
+    from pathlib import Path
+
+    from pydantic import ValidationError
+
+    from groundkit._params_file import read_params_file
+    from groundkit._validation import describe
+    from groundkit.config import GateParams
+    from groundkit.errors import ParamsError
+
+    path = Path(cwd) / "params.yaml"
+    if not path.is_file():
+        return GateParams()
+    section = read_params_file(path).get("gate") or {}
+    try:
+        return GateParams.model_validate(section)
+    except ValidationError as exc:
+        key, problem = describe(exc, "gate.", model=GateParams)
+        raise ParamsError(path, problem, key=key or "gate",
+                          fix="see the gate section groundkit init writes: metrics (a list), max_drop (a number, 0 "
+                              "or more), non_inferiority (metric: margin)") from None
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
@@ -31,9 +58,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from groundkit.reports.compare_terminal import render_text, render_text_many
     from groundkit.reports.compare_text import render_markdown, to_json
     from groundkit.reports.sides import read_side
+    from groundkit.reports.verdicts import parse_margins
 
-    alpha, max_drop, top = parse_options(args.alpha, args.max_drop, args.top)
+    cwd = Path.cwd()
+    settings = repository_gate(cwd)
+    alpha, max_drop, top = parse_options(args.alpha, str(settings.max_drop) if args.max_drop is None
+                                         else args.max_drop, args.top)
     correction = check_correction(args.correction)
+    margins = parse_margins(args.non_inferiority) if args.non_inferiority else dict(settings.non_inferiority)
     if args.experiments and args.candidates:
         raise CompareError("--experiments", f"is given with candidates ({', '.join(args.candidates)})",
                            fix="name the candidates, or pass --experiments alone to compare every experiment of "
@@ -46,7 +78,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if repeated:
         raise CompareError(repeated[0], "is given twice as a candidate; it would count twice in the correction",
                            fix="name each candidate once")
-    cwd = Path.cwd()
     baseline = read_side(args.baseline, cwd=cwd, metrics_dir=args.metrics_dir)
     left_out: list[tuple[str, str]] = []
     if args.experiments:
@@ -59,9 +90,20 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     else:
         candidates = [read_side(spec, cwd=cwd, metrics_dir=args.metrics_dir) for spec in args.candidates]
     output = _compare_format(args)
-    gate = names(args.metric) or None  # None: the default gate, less what a side does not report
+    gate = names(args.metric) or list(settings.metrics) or None  # None: the default gate, less what is not reported
     options = {"gate": gate, "alpha": alpha, "max_drop": max_drop, "allow_corpus_change": args.allow_corpus_change,
-               "correction": correction}
+               "correction": correction, "non_inferiority": margins}
+    if args.self_test:
+        if len(candidates) != 1:
+            raise CompareError("--self-test", f"needs one candidate, got {len(candidates)}",
+                               fix="name one candidate: groundkit compare BASELINE CANDIDATE --self-test")
+        from groundkit.reports.selftest import render as render_self_test
+        from groundkit.reports.selftest import self_test
+
+        result = compare(baseline, candidates[0], **options)
+        print(render_self_test(self_test(result), {"baseline": baseline.label, "candidate": candidates[0].label}),
+              end="")
+        return 0
     if len(candidates) == 1:
         result = compare(baseline, candidates[0], **options)
         report = {"json": lambda: json.dumps(to_json(result), indent=2, sort_keys=True) + "\n",
@@ -69,30 +111,26 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                   "text": lambda: render_text(result, top=top)}[output]()
         for name, why in left_out:
             print(f"left out of --experiments: {name}: {why}", file=sys.stderr)
-        untested, regressions = result.untested, {result.candidate.label: result.regressions}
-        gate_notes = result.gate_notes
+        untested = result.untested
+        gate_notes, gate_lines = result.gate_notes, result.gate_lines
     else:
         many = compare_many(baseline, candidates, left_out=left_out, **options)
         report = {"json": lambda: json.dumps(to_json_many(many), indent=2, sort_keys=True) + "\n",
                   "md": lambda: render_markdown_many(many),
                   "text": lambda: render_text_many(many)}[output]()
         untested = {f"{m} ({r.side.label})": why for r in many.candidates for m, why in r.untested.items()}
-        regressions = {r.side.label: r.regressions for r in many.candidates}
-        gate_notes = many.gate_notes
+        gate_notes, gate_lines = many.gate_notes, [line for r in many.candidates for line in r.gate_lines]
     for note in gate_notes:
         print(f"note: {note}", file=sys.stderr)
     print(report, end="")
     if args.fail_on_regression and untested:
         for metric, why in untested.items():
             print(f"note: --fail-on-regression cannot gate on {metric}: no paired test ({why})", file=sys.stderr)
-    failed = {label: metrics for label, metrics in regressions.items() if metrics}
-    if args.fail_on_regression and failed:
-        which = "; ".join(", ".join(metrics) + (f" ({label})" if len(regressions) > 1 else "")
-                          for label, metrics in failed.items())
-        print(f"regression: {which} dropped significantly (corrected p < {alpha}) by more than {max_drop}",
-              file=sys.stderr)
-        return REGRESSION_EXIT
-    return 0
+    # The regression rule gates only with --fail-on-regression; non-inferiority whenever margins are given.
+    shown = [line for line in gate_lines if line.rule != "regression" or args.fail_on_regression]
+    for line in shown:
+        print(line.line(), file=sys.stderr)
+    return REGRESSION_EXIT if any(not line.passed for line in shown) else 0
 
 def _compare_format(args: argparse.Namespace) -> str:
     """text on a terminal, Markdown when piped (the pull-request script's comment); --json is --format json."""
@@ -207,11 +245,20 @@ def add(commands: Any) -> None:
                      f"which is neither better nor worse by itself (default {', '.join(_compare_gate())})")
     # Numbers are checked by compare itself, so a bad one gets the same one-line error as any input.
     cmp.add_argument("--alpha", default="0.05", help="significance level, between 0 and 1 (default 0.05)")
-    cmp.add_argument("--max-drop", default="0",
-                     help="a significant drop no larger than this is tolerated (default 0)")
+    cmp.add_argument("--max-drop", default=None,
+                     help="a significant drop no larger than this is tolerated (default: params.yaml's gate.max_drop, "
+                     "else 0)")
     cmp.add_argument("--fail-on-regression", action="store_true",
-                     help=f"exit {REGRESSION_EXIT} if a --metric of any candidate dropped significantly (corrected p "
-                     "below --alpha) by more than --max-drop")
+                     help=f"exit {REGRESSION_EXIT} if a --metric of any candidate fell significantly (its corrected "
+                     "interval excludes 0), not only with less context read, by more than --max-drop")
+    cmp.add_argument("--non-inferiority", action="append", default=[], metavar="METRIC=MARGIN[,METRIC=MARGIN]",
+                     help=f"exit {REGRESSION_EXIT} unless, for every METRIC, the one-sided (1 - alpha) lower bound of "
+                     "the paired delta lies above -MARGIN (the margin in the metric's units; default: params.yaml's "
+                     "gate.non_inferiority)")
+    cmp.add_argument("--self-test", action="store_true",
+                     help="run the gate on null replications of this comparison (differences re-centred at 0, "
+                     "queries resampled) and print its false-alarm rate, each metric's test rate and the power at "
+                     "the MDE")
     cmp.add_argument("--format", default=None, metavar="text|md|json",
                      help="plain text within 100 columns, verdict first (the default on a terminal); Markdown for a "
                      "pull request's comment (the default when piped); or JSON")

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from groundkit.errors import CompareError, MeasureError
+from groundkit.reports import verdicts
 from groundkit.reports.inference import TOO_FEW, Decided, FlipNull, decide_family, paired_tests
 from groundkit.reports.sides import NO_ANSWER, Side
 from groundkit.reports.stats import (
@@ -33,6 +34,7 @@ from groundkit.reports.stats import (
     smallest_p_value,
     wins_ties_losses,
 )
+from groundkit.reports.verdicts import VERDICTS, Decision  # noqa: F401  (compare's public names)
 from groundkit.scoring.measures import MEASURES, Cut, Cutoff
 from groundkit.scoring.schema import document_level
 from groundkit.scoring.separability import NAME as SEPARABILITY
@@ -71,6 +73,7 @@ class Stat:
     losses: int = 0
     null: FlipNull | None = field(default=None, repr=False, compare=False)
     decided: Decided | None = None
+    sd: float | None = None
 
     @property
     def significant(self) -> bool:
@@ -134,6 +137,9 @@ class Comparison:
     costs: dict[str, Stat] = field(default_factory=dict)
     traded: dict[str, str] = field(default_factory=dict)
     gate_notes: list[str] = field(default_factory=list)
+    decision: Decision | None = None
+    gate_lines: list[verdicts.GateLine] = field(default_factory=list)
+    non_inferiority: dict[str, float] = field(default_factory=dict)
 
 
 def _option(name: str, text: str, kind: type[int] | type[float], expected: str, fix: str) -> float:
@@ -195,7 +201,8 @@ def paired_rows(metrics: list[str], before: np.ndarray, afters: list[np.ndarray]
             d = after[j] - before[j]
             means = (float(before[j].mean()), float(after[j].mean()), float(d.mean())) if queries else (None,) * 3
             stats.append(Stat(metric, queries, *means, ci_low=low, ci_high=high, p_value=p_value,
-                              effect_size=effect_size(d), null=null, **dict(zip(("wins", "ties", "losses"),
+                              effect_size=effect_size(d), null=null,
+                              sd=float(d.std(ddof=1)) if queries > 1 else None, **dict(zip(("wins", "ties", "losses"),
                                                                                 wins_ties_losses(d), strict=True))))
         result.append(stats)
     return result
@@ -349,6 +356,15 @@ def check_gate(gate: list[str]) -> list[str]:
     return gate
 
 
+def check_margins(margins: Mapping[str, float]) -> dict[str, float]:
+    """The non-inferiority margins: each metric has a better direction (as a gated one must)."""
+    try:
+        check_gate(list(margins))
+    except CompareError as exc:
+        raise CompareError("--non-inferiority", exc.problem, fix=exc.fix) from None
+    return dict(margins)
+
+
 def default_gate(sides: Sequence[Side]) -> tuple[list[str], list[str]]:
     """:data:`DEFAULT_GATE`'s metrics that every side reports, and a note for each left out.
 
@@ -404,39 +420,6 @@ def params_changed(baseline: Side, candidate: Side) -> dict[str, list[Any]]:
     return {k: [before.get(k), after.get(k)] for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)}
 
 
-VERDICTS = ("better", "mixed", "worse", "no significant change", "untested")
-"""A candidate's verdict on the gated metrics (corrected p < alpha is significant). A change in a metric read at
-the top k is *traded* when the context read there (``chars@k``) moved significantly the same way: a rise that
-came with more text to read, or a fall that came with less, is a trade of context for quality, not a gain or
-a loss. Size-fair metrics (read at a context budget) are never traded.
-
-- better: some gated metric rose, and none fell, other than by trade;
-- worse: some fell, and none rose, other than by trade;
-- mixed: some rose and some fell, or every change was a trade (larger chunks gaining nDCG@10 by being
-  read whole are at best mixed);
-- no significant change; untested: no gated metric could be tested (fewer than two paired queries), or
-  none was named.
-"""
-
-
-@dataclass(frozen=True)
-class Decision:
-    """A candidate's verdict and what it rests on.
-
-    Attributes:
-        verdict: One of :data:`VERDICTS`.
-        regressions: Gated metrics that fell significantly by more than the allowed drop (the gate's failures,
-            traded or not: a reviewer decides whether the context saved was worth it).
-        untested: Gated metrics without a paired test, and why.
-        traded: Each gated metric that moved significantly with its context, and that cost metric (``chars@k``).
-    """
-
-    verdict: str
-    regressions: list[str]
-    untested: dict[str, str]
-    traded: dict[str, str] = field(default_factory=dict)
-
-
 def cost_metric(metric: str, reported: Sequence[str]) -> str | None:
     """The context a change in ``metric`` is read with: ``chars@k`` at its k (the deepest k for a metric without a
     cut-off, which reads the whole ranking); None for a size-fair metric, a cost itself, or when chars@k is not
@@ -460,42 +443,16 @@ def cost_metrics(gate: Sequence[str], reported: Sequence[str]) -> dict[str, str]
 
 def decide(gated: list[Stat], p_adjusted: list[float | None], alpha: float, max_drop: float,
            costs: Mapping[str, Stat] | None = None) -> Decision:
-    """One candidate's :class:`Decision` from its gated stats, their corrected p-values, and the stats of the
-    context each gated metric is read with (``costs``, by gated metric). A cost's move is tested at ``alpha``
-    alone, uncorrected: a doubt about what a change cost counts against calling it a gain."""
-    costs = costs or {}
+    """One candidate's :class:`Decision` (groundkit/reports/verdicts.py) from its gated stats, already decided
+    (:func:`decide_rows`), and the stats of the context each gated metric is read with (``costs``, each decided
+    alone at alpha: a doubt about what a change cost counts against calling it a gain)."""
     untested = {s.metric: untested_reason(s) for s in gated if s.decided is None}
-    significant = [s for s in gated if s.significant and s.delta]
-    regressions = [s.metric for s in significant if s.delta is not None and s.delta < -max_drop]
-    traded = {s.metric: costs[s.metric].metric for s in significant
-              if s.metric in costs and _moved_with(costs[s.metric], s, alpha)}
-    rose = [s for s in significant if s.delta is not None and s.delta > 0 and s.metric not in traded]
-    fell = [s for s in significant if s.delta is not None and s.delta < 0 and s.metric not in traded]
-    if rose and fell:
-        verdict = "mixed"
-    elif fell:
-        verdict = "worse"
-    elif rose:
-        verdict = "better"
-    elif traded:
-        verdict = "mixed"
-    elif not gated or len(untested) == len(gated):
-        verdict = "untested"
-    else:
-        verdict = "no significant change"
-    return Decision(verdict, regressions, untested, traded)
-
-
-def _moved_with(cost: Stat, stat: Stat, alpha: float) -> bool:
-    """Whether the context read (``cost``) moved significantly in the direction ``stat`` did."""
-    if not cost.significant or not cost.delta or not stat.delta:
-        return False
-    return (cost.delta > 0) == (stat.delta > 0)
+    return verdicts.decide(gated, untested, max_drop, costs)
 
 
 def compare(
     baseline: Side, candidate: Side, *, gate: list[str] | None = None, alpha: float = 0.05, max_drop: float = 0.0,
-    allow_corpus_change: bool = False, correction: str = "holm",
+    allow_corpus_change: bool = False, correction: str = "holm", non_inferiority: Mapping[str, float] | None = None,
 ) -> Comparison:
     """Pair the two sides query by query and compute every statistic of the report (``gate`` None: the default
     gate, :func:`default_gate`; empty: no verdict, the table alone)."""
@@ -507,7 +464,8 @@ def compare(
         gate, gate_notes = default_gate([baseline, candidate])
     gate = check_gate(gate)
     corpus_change = check_comparable(baseline, candidate, allow_corpus_change)
-    metrics, one_sided = paired_metrics(baseline, candidate, gate)
+    margins = check_margins(non_inferiority or {})
+    metrics, one_sided = paired_metrics(baseline, candidate, [*gate, *(m for m in margins if m not in gate)])
     answerable = answerable_ids(baseline)
     before_rows, after_rows = rows_of(baseline, answerable), rows_of(candidate, answerable)
     overall = _stats(metrics, metric_matrix(baseline, before_rows, metrics),
@@ -562,6 +520,10 @@ def compare(
     by_metric = {s.metric: s for s in overall}
     result.costs = {m: by_metric[cost] for m, cost in cost_metrics(gate, metrics).items()}
     decision = decide(gated, adjusted, alpha, max_drop, result.costs)
+    result.decision = decision
+    result.gate_lines = verdicts.regression_lines(decision, {s.metric: s.delta for s in gated}, max_drop, alpha)
+    result.gate_lines += verdicts.non_inferiority_lines(by_metric, margins, alpha)
+    result.non_inferiority = dict(margins)
     result.verdict, result.regressions, result.untested, result.traded = (
         decision.verdict, decision.regressions, decision.untested, decision.traded)
     result.detectable = detectable(baseline, before_rows, [s.metric for s in gated], alpha)

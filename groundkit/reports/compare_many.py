@@ -16,15 +16,18 @@ repeating the commit); each is read from its committed ``metrics/`` like any rev
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from groundkit.errors import CompareError
+from groundkit.reports import verdicts
 from groundkit.reports.compare import (
     VERDICTS,
+    Decision,
     Detectable,
     Stat,
     answerable_ids,
@@ -32,6 +35,7 @@ from groundkit.reports.compare import (
     check_comparable,
     check_correction,
     check_gate,
+    check_margins,
     check_max_drop,
     cost_metrics,
     decide,
@@ -79,6 +83,8 @@ class CandidateResult:
     untested: dict[str, str] = field(default_factory=dict)
     costs: dict[str, Stat] = field(default_factory=dict)
     traded: dict[str, str] = field(default_factory=dict)
+    decision: Decision | None = None
+    gate_lines: list[verdicts.GateLine] = field(default_factory=list)
 
 
 @dataclass
@@ -95,12 +101,14 @@ class ManyComparison:
     left_out: list[tuple[str, str]] = field(default_factory=list)
     verdict: str = ""
     gate_notes: list[str] = field(default_factory=list)
+    non_inferiority: dict[str, float] = field(default_factory=dict)
 
 
 def compare_many(
     baseline: Side, candidates: list[Side], *, gate: list[str] | None = None, alpha: float = 0.05,
     max_drop: float = 0.0,
     allow_corpus_change: bool = False, correction: str = "holm", left_out: list[tuple[str, str]] | None = None,
+    non_inferiority: Mapping[str, float] | None = None,
 ) -> ManyComparison:
     """Pair each candidate with the baseline on the gated metrics, and correct their p-values together."""
     check_alpha(alpha)
@@ -111,11 +119,13 @@ def compare_many(
         gate, gate_notes = default_gate([baseline, *candidates])
     gate = check_gate(gate)
     changes = [check_comparable(baseline, c, allow_corpus_change) for c in candidates]
+    margins = check_margins(non_inferiority or {})
     for candidate in candidates:
-        paired_metrics(baseline, candidate, gate)
+        paired_metrics(baseline, candidate, [*gate, *(m for m in margins if m not in gate)])
     shared = [m for m in baseline.metric_names if all(m in c.metric_names for c in candidates)]
     costs = cost_metrics(gate, shared)
-    measured = [*gate, *(m for m in dict.fromkeys(costs.values()))]  # a cost is never gated (check_gate)
+    extra = [m for m in dict.fromkeys([*costs.values(), *margins]) if m not in gate]  # a cost is never gated
+    measured = [*gate, *extra]
     ids = answerable_ids(baseline)
     before_rows = rows_of(baseline, ids)
     after_rows = [rows_of(c, ids) for c in candidates]
@@ -144,6 +154,10 @@ def compare_many(
                                  by_category[k], p_adjusted=dict(zip(gate, mine, strict=True)),
                                  costs={m: by_metric[cost] for m, cost in costs.items()})
         decision = decide(overall[k], mine, alpha, max_drop, result.costs)
+        result.decision = decision
+        lines = verdicts.regression_lines(decision, {s.metric: s.delta for s in overall[k]}, max_drop, alpha)
+        lines += verdicts.non_inferiority_lines(by_metric, margins, alpha)
+        result.gate_lines = [replace(line, candidate=candidate.label) for line in lines]
         result.verdict, result.regressions, result.untested, result.traded = (
             decision.verdict, decision.regressions, decision.untested, decision.traded)
         results.append(result)
@@ -151,7 +165,8 @@ def compare_many(
     return ManyComparison(baseline=baseline, candidates=results, gate=gate, alpha=alpha, max_drop=max_drop,
                           correction=correction, tests=sum(1 for p in adjusted if p is not None),
                           detectable=detectable(baseline, before_rows, gate, alpha), queries=len(ids),
-                          left_out=list(left_out or []), verdict=verdict, gate_notes=gate_notes)
+                          left_out=list(left_out or []), verdict=verdict, gate_notes=gate_notes,
+                          non_inferiority=dict(margins))
 
 
 def verdict_summary(verdicts: list[str]) -> str:
@@ -296,9 +311,8 @@ def render_markdown_many(result: ManyComparison) -> str:
     lines.append("")
     for r in result.candidates:
         lines.append(f"- `{r.side.label}` ({_changes(r)}): **{r.verdict}**, {_reason(r, result)}.")
-    regressed = [f"{r.side.label} ({', '.join(r.regressions)})" for r in result.candidates if r.regressions]
-    if regressed:
-        lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {'; '.join(regressed)}.")
+    lines += [f"{'Passed' if g.passed else '**Failed**'}: {g.metric} ({g.candidate}), rule {g.rule}: {g.text}."
+              for r in result.candidates for g in r.gate_lines]
     lines += [f"Note: {note}." for note in result.gate_notes]
     return "\n".join(lines) + "\n"
 
@@ -310,7 +324,8 @@ def to_json_many(result: ManyComparison) -> dict[str, Any]:
         "judgments_hash": result.baseline.metadata["judgments_hash"],
         "method": METHOD,
         "gate": {"metrics": result.gate, "alpha": result.alpha, "max_drop": result.max_drop,
-                 "correction": result.correction, "tests": result.tests, "notes": result.gate_notes},
+                 "correction": result.correction, "tests": result.tests, "notes": result.gate_notes,
+                 "non_inferiority": result.non_inferiority},
         "candidates": [{
             "candidate": r.side.label,
             "params_changed": r.params_changed,
@@ -320,6 +335,8 @@ def to_json_many(result: ManyComparison) -> dict[str, Any]:
             "verdict": r.verdict,
             "regressions": r.regressions,
             "untested": r.untested,
+            "gate_lines": [{"metric": g.metric, "rule": g.rule, "passed": g.passed, "text": g.text}
+                           for g in r.gate_lines],
             "context": {m: {"metric": cost.metric, **{k: v for k, v in cost.as_dict().items() if k != "metric"},
                             "traded": m in r.traded} for m, cost in r.costs.items()},
         } for r in result.candidates],

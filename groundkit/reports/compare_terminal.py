@@ -97,9 +97,8 @@ def render_text(result: Comparison, *, top: int = 10) -> str:
     lines += _wrap(f"Verdict: {result.verdict}, as {reason}.")
     lines += _wrap(f"Gated at alpha {result.alpha}, {correction_text(result.correction, tests)}; CI (decides): the "
                    "sign-flip test inverted at the corrected level; * marks a CI that excludes 0.")
-    if result.regressions:
-        lines += _wrap(f"Gate: regression beyond the allowed drop of {result.max_drop}: "
-                       f"{', '.join(result.regressions)}.")
+    for g in result.gate_lines:
+        lines += _wrap(f"Gate {'passed' if g.passed else 'FAILED'}: {g.metric}, rule {g.rule}: {g.text}.")
     for m, why in result.untested.items():
         lines += _wrap(f"{m}: no test ({why}).")
     for note in result.gate_notes:
@@ -179,9 +178,8 @@ def render_text_many(result: ManyComparison) -> str:
         reason = verdict_reason(result.gate, stats, r.p_adjusted, result.alpha, r.traded, r.costs)
         lines += ["", *_wrap(f"{r.side.label} ({changes or 'no parameter changed'}): {r.verdict}, "
                              f"as {reason}.")]
-        if r.regressions:
-            lines += _wrap(f"Gate: regression beyond the allowed drop of {result.max_drop}: "
-                           f"{', '.join(r.regressions)}.", "  ")
+        for g in r.gate_lines:
+            lines += _wrap(f"Gate {'passed' if g.passed else 'FAILED'}: {g.metric}, rule {g.rule}: {g.text}.", "  ")
         table = _table(GATED_HEADER, _gated_rows(result.gate, stats, r.p_adjusted, result.alpha, r.costs),
                        GATED_RIGHT)
         lines += ["  " + line for line in table]

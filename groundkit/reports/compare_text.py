@@ -223,8 +223,8 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
                  f"{correction_text(result.correction, tests)} ({details}).")
     for m, cost in moved_costs(result.gate, result.costs):
         lines.append(f"Context read for {m}: {cost_text(cost)}, delta {signed_text(cost.delta, cost.metric)}.")
-    if result.regressions:
-        lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {', '.join(result.regressions)}.")
+    lines += [f"{'Passed' if g.passed else '**Failed**'}: {g.metric}, rule {g.rule}: {g.text}."
+              for g in result.gate_lines]
     lines += [f"Note: {note}." for note in result.gate_notes]
     return "\n".join(lines) + "\n"
 
@@ -262,7 +262,10 @@ def to_json(result: Comparison) -> dict[str, Any]:
         "better": result.better,
         "gate": {"metrics": result.gate, "alpha": result.alpha, "max_drop": result.max_drop,
                  "untested": result.untested, "correction": result.correction, "tests": tests,
-                 "p_adjusted": result.p_adjusted, "notes": result.gate_notes},
+                 "p_adjusted": result.p_adjusted, "notes": result.gate_notes,
+                 "non_inferiority": result.non_inferiority,
+                 "lines": [{"metric": g.metric, "rule": g.rule, "passed": g.passed, "text": g.text}
+                           for g in result.gate_lines]},
         "detectable": [d.as_dict() for d in result.detectable],
         "verdict": result.verdict,
         "regressions": result.regressions,

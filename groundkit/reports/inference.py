@@ -217,15 +217,25 @@ def queries_for_non_inferiority(sd: float, margin: float, alpha: float, power: f
     """The queries at which a candidate truly equal to the baseline passes ``margin`` with ``power``.
 
     The gate passes when the one-sided (1 - alpha) lower bound of the mean difference, about
-    ``mean - z_a * sd / sqrt(n)``, lies above ``-margin``; with a true mean of 0 that happens with
-    probability ``Phi(margin * sqrt(n) / sd - z_a)``, so ``n = ((z_a + z_b) * sd / margin)**2``, rounded up
-    (Chow, Shao & Wang 2008, sec. 3.1). None when the differences have no spread (any n passes).
+    ``mean - t_a * s / sqrt(n)``, lies above ``-margin``; with a true mean of 0 that happens with
+    probability ``power`` when ``n = ((t_a + t_b) * sd / margin)**2``, the t quantiles at n - 1 degrees of
+    freedom (the SD is estimated too), solved by iteration from the normal ``((z_a + z_b) * sd / margin)**2``
+    and rounded up (Chow, Shao & Wang 2008, sec. 3.1). None when the differences have no spread.
     """
     if sd <= 0:
         return None
+    from scipy.stats import t as student
+
     norm = NormalDist()
-    z_a, z_b = norm.inv_cdf(1 - alpha), norm.inv_cdf(power)
-    return max(MIN_QUERIES, math.ceil(((z_a + z_b) * sd / margin) ** 2))
+    n = max(MIN_QUERIES, math.ceil(((norm.inv_cdf(1 - alpha) + norm.inv_cdf(power)) * sd / margin) ** 2))
+    for _ in range(50):
+        df = n - 1
+        following = max(MIN_QUERIES, math.ceil(((student.ppf(1 - alpha, df) + student.ppf(power, df)) * sd
+                                                / margin) ** 2))
+        if following == n:
+            break
+        n = following
+    return n
 
 
 # --- the resampling ----------------------------------------------------------------------------

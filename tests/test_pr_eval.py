@@ -137,11 +137,14 @@ def test_pr_eval_gates_a_regression_and_writes_the_comment_and_the_report(pull_r
 def test_pr_eval_passes_what_does_not_regress_and_reports_errors(pull_request):
     repo = pull_request
     tolerated = subprocess.run(["bash", "scripts/pr_eval.sh", "main", "build/tolerant"], cwd=repo,
-                               env=env(GROUNDKIT_GATE="--metric recall@1000chars"), capture_output=True, text=True,
-                               check=False)
+                               env=env(GROUNDKIT_GATE="--metric recall@1000chars --non-inferiority "
+                                           "recall@1000chars=0.5"), capture_output=True, text=True, check=False)
     assert tolerated.returncode == 0, tolerated.stderr
     comment = (repo / "build" / "tolerant" / "comment.md").read_text(encoding="utf-8")
     assert "Gate failed" not in comment and "**Verdict: no significant change**" in comment
+    # The command line's margins replace params.yaml's (ndcg@10: 0.01 on this branch, which would fail).
+    assert "Passed: recall@1000chars, rule non-inferiority: " in comment and "ndcg@10, rule non-inferiority" \
+        not in comment
     # Without the base's artifacts in the DVC cache (as on a fresh CI machine), the page says what it lacks.
     shutil.rmtree(repo / ".dvc" / "cache")
     run(["groundkit", "report", "metrics", "--baseline", "main", "--out", "build/no-cache.html"], repo)

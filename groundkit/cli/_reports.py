@@ -126,8 +126,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.fail_on_regression and untested:
         for metric, why in untested.items():
             print(f"note: --fail-on-regression cannot gate on {metric}: no paired test ({why})", file=sys.stderr)
-    # The regression rule gates only with --fail-on-regression; non-inferiority whenever margins are given.
-    shown = [line for line in gate_lines if line.rule != "regression" or args.fail_on_regression]
+    # The regression rule gates only with --fail-on-regression; non-inferiority when --non-inferiority is given, or
+    # with --fail-on-regression when params.yaml's gate section sets margins (a plain compare then only reports them).
+    gating = {"regression": args.fail_on_regression, "non-inferiority": args.fail_on_regression or bool(
+        args.non_inferiority)}
+    shown = [line for line in gate_lines if gating[line.rule]]
     for line in shown:
         print(line.line(), file=sys.stderr)
     return REGRESSION_EXIT if any(not line.passed for line in shown) else 0

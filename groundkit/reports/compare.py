@@ -24,7 +24,7 @@ import numpy as np
 
 from groundkit.errors import CompareError, MeasureError
 from groundkit.reports import verdicts
-from groundkit.reports.inference import TOO_FEW, Decided, FlipNull, decide_family, paired_tests
+from groundkit.reports.inference import MIN_QUERIES, TOO_FEW, Decided, FlipNull, decide_family, paired_tests
 from groundkit.reports.sides import NO_ANSWER, Side
 from groundkit.reports.stats import (
     CORRECTIONS,
@@ -468,6 +468,8 @@ def compare(
     metrics, one_sided = paired_metrics(baseline, candidate, [*gate, *(m for m in margins if m not in gate)])
     answerable = answerable_ids(baseline)
     before_rows, after_rows = rows_of(baseline, answerable), rows_of(candidate, answerable)
+    if 2 <= len(answerable) < MIN_QUERIES:
+        gate_notes.append(f"only {len(answerable)} paired queries, {TOO_FEW}")
     overall = _stats(metrics, metric_matrix(baseline, before_rows, metrics),
                      metric_matrix(candidate, after_rows, metrics))
 

@@ -63,6 +63,7 @@ from groundkit.reports.compare_text import (
     signed_text,
     verdict_reason,
 )
+from groundkit.reports.inference import MIN_QUERIES, TOO_FEW, Ties, tied_with_best
 from groundkit.reports.sides import Side, read_side, resolve_revision
 from groundkit.reports.stats import RESAMPLES, SEED
 from groundkit.reports.sweep import dvc_exp_show, experiment_rows, git_run_json
@@ -102,6 +103,8 @@ class ManyComparison:
     verdict: str = ""
     gate_notes: list[str] = field(default_factory=list)
     non_inferiority: dict[str, float] = field(default_factory=dict)
+    ties: dict[str, Ties] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
 
 
 def compare_many(
@@ -128,6 +131,8 @@ def compare_many(
     measured = [*gate, *extra]
     ids = answerable_ids(baseline)
     before_rows = rows_of(baseline, ids)
+    if 2 <= len(ids) < MIN_QUERIES:
+        gate_notes.append(f"only {len(ids)} paired queries, {TOO_FEW}")
     after_rows = [rows_of(c, ids) for c in candidates]
     before = metric_matrix(baseline, before_rows, measured)
     stats = paired_rows(measured, before, [metric_matrix(c, r, measured) for c, r in zip(candidates, after_rows,
@@ -162,11 +167,41 @@ def compare_many(
             decision.verdict, decision.regressions, decision.untested, decision.traded)
         results.append(result)
     verdict = verdict_summary([r.verdict for r in results])
+    # Which of the baseline and the candidates are tied with the best on each gated metric (Hsu's MCB).
+    everyone = [before, *(metric_matrix(c, r, measured) for c, r in zip(candidates, after_rows, strict=True))]
+    ties = {m: tied_with_best(np.stack([matrix[j] for matrix in everyone]), alpha) for j, m in enumerate(gate)}
     return ManyComparison(baseline=baseline, candidates=results, gate=gate, alpha=alpha, max_drop=max_drop,
                           correction=correction, tests=sum(1 for p in adjusted if p is not None),
                           detectable=detectable(baseline, before_rows, gate, alpha), queries=len(ids),
                           left_out=list(left_out or []), verdict=verdict, gate_notes=gate_notes,
-                          non_inferiority=dict(margins))
+                          non_inferiority=dict(margins), ties=ties,
+                          labels=[baseline.label, *(c.label for c in candidates)])
+
+
+def tie_lines(result: ManyComparison, quote: str = "") -> list[str]:
+    """Per gated metric, the runs tied with the best (the baseline among them), then what the design can detect."""
+    if not result.ties:
+        return []
+    lines = [f"Tied with the best (Hsu's multiple comparison with the best, over the baseline and every candidate, "
+             f"alpha {result.alpha}; none of them significantly below another):"]
+    for metric, t in result.ties.items():
+        names = [f"{quote}{result.labels[i]}{quote}" for i in t.tied]
+        if result.queries < MIN_QUERIES:
+            lines.append(f"- {metric}: no claim below {MIN_QUERIES} paired queries.")
+        elif len(names) == len(result.labels):
+            lines.append(f"- {metric}: all {len(names)} tied; these queries cannot tell them apart.")
+        elif len(names) == 1:
+            lines.append(f"- {metric}: {names[0]} alone is best, significantly above every other.")
+        else:
+            lines.append(f"- {metric}: {', '.join(names)} ({len(names)} of {len(result.labels)}).")
+    found = [(m, t.detectable) for m, t in result.ties.items() if t.detectable is not None]
+    if found:
+        metric, x = found[0]
+        lines.append(f"With {len(result.labels)} runs over {result.queries} queries, a difference smaller than about "
+                     f"{x:.4f} in {metric} between two of them is unlikely to be detected (80% power) once every pair "
+                     "is compared: compare fewer candidates, use `--correction bh` where a false discovery rate will "
+                     "do, or label more queries (an LLM's labels, checked by a person).")
+    return lines
 
 
 def verdict_summary(verdicts: list[str]) -> str:
@@ -303,6 +338,8 @@ def render_markdown_many(result: ManyComparison) -> str:
                              f"{effect_text(s)} | {counts_text(s)} |")
     lines.append("")
     lines += detectable_lines(result.detectable, result.alpha)
+    ties = tie_lines(result, "`")
+    lines += [*ties, ""] if ties else []
     if result.left_out:
         lines += ["Left out of `--experiments`: " + "; ".join(f"{name}: {why}" for name, why in result.left_out)
                   + ".", ""]
@@ -342,5 +379,8 @@ def to_json_many(result: ManyComparison) -> dict[str, Any]:
         } for r in result.candidates],
         "detectable": [d.as_dict() for d in result.detectable],
         "left_out": [{"experiment": name, "reason": why} for name, why in result.left_out],
+        "tied_with_best": {m: {"best": result.labels[t.best], "tied": [result.labels[i] for i in t.tied],
+                               "constant": None if t.constant == float("inf") else t.constant,
+                               "detectable": t.detectable} for m, t in result.ties.items()},
         "verdict": result.verdict,
     }

@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Sequence
 
 from groundkit.reports.compare import ALL, Comparison, Stat
-from groundkit.reports.compare_many import ManyComparison
+from groundkit.reports.compare_many import ManyComparison, tie_lines
 from groundkit.reports.compare_text import (
     correction_text,
     counts_text,
@@ -188,6 +188,9 @@ def render_text_many(result: ManyComparison) -> str:
     if detectable:
         lines += ["", *_wrap(f"These {result.queries} queries can detect a change of about "
                              f"{', '.join(detectable)} (80% power); a smaller one is likely to be missed.")]
+    ties = tie_lines(result)
+    if ties:
+        lines += ["", *(wrapped for line in ties for wrapped in _wrap(line))]
     if result.left_out:
         left_out = "; ".join(f"{n}: {why}" for n, why in result.left_out)
         lines += ["", *_wrap(f"Left out of --experiments: {left_out}.")]

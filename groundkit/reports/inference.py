@@ -276,3 +276,73 @@ def paired_tests(baseline: np.ndarray, candidate: np.ndarray, *, seed: int = SEE
         results[j] = (float(intervals[k, 0]), float(intervals[k, 1]), null.p_value(),
                       null if queries >= MIN_QUERIES else None)
     return results
+
+
+# --- ties with the best (sweeps) ----------------------------------------------------------------
+
+MCB_RESAMPLES = 2000
+"""Bootstrap draws for the simultaneous constant of :func:`tied_with_best`."""
+
+
+@dataclass(frozen=True)
+class Ties:
+    """The configurations statistically tied with the best on one metric.
+
+    Attributes:
+        best: The index of the highest mean.
+        tied: Every index not significantly below some other configuration, the best included, in index order.
+        constant: The simultaneous critical value every paired difference is held to.
+        detectable: The paired difference the comparison finds with 80% power at that constant (typical SE).
+    """
+
+    best: int
+    tied: list[int]
+    constant: float
+    detectable: float | None
+
+
+def tied_with_best(values: np.ndarray, alpha: float, *, seed: int = SEED,
+                   resamples: int = MCB_RESAMPLES) -> Ties:
+    """Hsu's multiple comparison with the best (Hsu 1996, ch. 4) over (configurations, queries) paired values.
+
+    Configuration i is tied with the best when no other is significantly above it: for every j,
+    ``mean_j - mean_i <= c * se_ij``, with ``se_ij`` the standard error of the paired difference. Hsu's
+    constrained MCB takes c from a one-sided Dunnett distribution; that leaves the worst of several equal
+    configurations out in about one sweep in five (K = 5). Here c is the (1 - alpha) quantile of the largest
+    studentised paired difference over every pair, resampled under the null (bootstrap-t: each draw
+    studentised by its own standard errors) (each configuration's values
+    re-centred at its mean, queries resampled together, so their correlation is kept): the MCB inference
+    deduced from all pairwise comparisons (Hsu 1996, sec. 4.1.2), more conservative, and such that a sweep of
+    configurations that differ only by noise is all tied in at least 1 - alpha of sweeps.
+    """
+    configs, queries = values.shape
+    means = values.mean(axis=1)
+    best = int(np.argmax(means))  # the first of equal means: a stable, documented tie order
+    if configs == 1 or queries < MIN_QUERIES:
+        return Ties(best, list(range(configs)), math.inf, None)
+    pairs = values[:, None, :] - values[None, :, :]  # (i, j, queries): i minus j
+    se = pairs.std(axis=2, ddof=1) / math.sqrt(queries)
+    centred = values - means[:, None]
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, queries, (resamples, queries))
+    counts = np.zeros((resamples, queries))
+    np.add.at(counts, (np.repeat(np.arange(resamples), queries), picks.ravel()), 1.0)
+    # Each draw studentised by its own standard errors (bootstrap-t): the fixed ones understate the tail.
+    centred_pairs = (centred[:, None, :] - centred[None, :, :]).reshape(configs * configs, queries)
+    first = counts @ centred_pairs.T / queries  # (resamples, pairs): mean of i minus j
+    second = counts @ (centred_pairs**2).T / queries
+    spread = np.sqrt(np.maximum(second - first**2, 0.0) / (queries - 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        studentised = np.where(spread > 0, -first / np.where(spread > 0, spread, 1.0), 0.0)  # j above i
+    constant = float(np.quantile(studentised.max(axis=1), 1 - alpha))
+    tied = []
+    for i in range(configs):
+        above = means - means[i]  # how far each j lies above i
+        beaten = (above > constant * se[i]) & ((se[i] > 0) | (above > 0))
+        beaten[i] = False
+        if not beaten.any():
+            tied.append(i)
+    off = se[~np.eye(configs, dtype=bool)]
+    typical = float(np.median(off)) if off.size else 0.0
+    detectable = (constant + NormalDist().inv_cdf(POWER)) * typical if typical > 0 else None
+    return Ties(best, tied, constant, detectable)

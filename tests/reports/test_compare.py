@@ -211,7 +211,10 @@ def test_several_candidates_in_one_table(tmp_path, capsys):
                 unmoved["mrr"]["p_adjusted"]]
     assert adjusted == pytest.approx(list(expected))
     assert report["gate"] == {"metrics": ["ndcg@10", "mrr"], "alpha": 0.05, "max_drop": 0.0, "correction": "holm",
-                              "tests": 4, "notes": [], "non_inferiority": {}}
+                              "tests": 4, "non_inferiority": {},
+                              "notes": ["only 6 paired queries, fewer than 10 paired queries: groundkit claims no "
+                                        "significance below 10 (the sign-flip test's interval leans on the symmetry "
+                                        "of the differences, which so few cannot show)"]}
     assert [c["verdict"] for c in report["candidates"]] == ["untested"] * 2  # six queries: no claim
     gated_pair = _json(capsys, str(baseline), str(candidate), "--metric", "ndcg@10,mrr")
     key = lambda d: (d["metric"], d["category"])  # noqa: E731

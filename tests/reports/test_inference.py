@@ -118,3 +118,48 @@ def test_mark_and_interval_never_disagree_on_a_thousand_fixtures(correction):
             assert x.significant == excludes == bool(r)
             marked += x.significant
     assert marked > 200  # the fixtures reach both sides of the line
+
+
+# --- ties with the best -----------------------------------------------------------------------------
+
+
+def _sweep(seed: int, configs: int = 5, queries: int = 60) -> np.ndarray:
+    """Configurations that share each query's difficulty and differ only by noise."""
+    rng = np.random.default_rng(seed)
+    return rng.normal(0.5, 0.2, queries) + rng.normal(0, 0.1, (configs, queries))
+
+
+def test_a_sweep_of_noise_is_all_tied_with_the_best_in_nine_seeds_of_ten():
+    from groundkit.reports.inference import tied_with_best
+
+    tied = sum(len(tied_with_best(np.round(_sweep(seed), 6), 0.05, seed=seed).tied) == 5 for seed in range(100))
+    assert tied >= 90, tied
+
+
+def test_one_configuration_better_by_two_mdes_is_alone_best_in_four_seeds_of_five():
+    from groundkit.reports.inference import tied_with_best
+    from groundkit.reports.stats import minimum_detectable_effect
+
+    # The MDE of one paired comparison as compare reports it: the differences' SD is sqrt(2) x 0.1.
+    mde = minimum_detectable_effect(0.1 * np.sqrt(2), 60, 0.05)
+    alone = 0
+    for seed in range(100):
+        values = _sweep(1000 + seed)
+        values[2] += 2 * mde
+        ties = tied_with_best(np.round(values, 6), 0.05, seed=seed)
+        alone += ties.tied == [2] and ties.best == 2
+    assert alone >= 80, alone
+
+
+def test_ties_are_the_configurations_no_other_beats_by_the_constant():
+    from groundkit.reports.inference import tied_with_best
+
+    values = np.round(_sweep(3), 6)
+    values[0] -= 0.3  # far below the rest
+    ties = tied_with_best(values, 0.05)
+    means = values.mean(axis=1)
+    for i in range(5):
+        se = [np.std(values[j] - values[i], ddof=1) / np.sqrt(60) for j in range(5)]
+        beaten = any(means[j] - means[i] > ties.constant * se[j] for j in range(5) if j != i)
+        assert (i in ties.tied) == (not beaten)
+    assert 0 not in ties.tied and ties.best in ties.tied and ties.detectable > 0

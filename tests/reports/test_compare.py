@@ -493,3 +493,27 @@ def test_experiments_leave_out_the_baseline(experiments):
     report = json.loads(result.stdout)
     assert [c["candidate"] for c in report["candidates"]] == ["on-ray", "large-chunks"]  # chunk.size 800, 1200
     assert report["left_out"] == [{"experiment": "small-chunks", "reason": "is the baseline"}]
+
+
+def test_several_candidates_name_the_runs_tied_with_the_best_and_each_gate_line(tmp_path, capsys):
+    # Issue 41 in the one table over N: per gated metric, Hsu's MCB names the runs tied with the best (the baseline
+    # among them), and each candidate's gate lines name its metric and rule; the mark follows the deciding interval.
+    baseline, candidate = write_compare_pair(tmp_path)
+    same = shutil.copytree(baseline, tmp_path / "same")
+    _grow(baseline, candidate, same)
+    args = [str(baseline), str(candidate), str(same), "--metric", "ndcg@10"]
+    report = _json(capsys, *args)
+    ties = report["tied_with_best"]["ndcg@10"]
+    assert set(ties["tied"]) <= {str(baseline), str(candidate), str(same)} and ties["best"] in ties["tied"]
+    for c in report["candidates"]:
+        row = c["overall"][0]
+        low, high = row["ci"]
+        assert row["significant"] == ((low is not None and low > 0) or (high is not None and high < 0)
+                                      or row["ci_bounds"] != "[]")
+        assert all(line["rule"] == "regression" for line in c["gate_lines"])
+    assert main(["compare", *args, "--format", "md"]) == 0
+    out = capsys.readouterr().out
+    assert "| candidate | changes | metric | baseline | candidate | delta | CI (decides) | raw 95% CI | p " in out
+    assert "Tied with the best (Hsu's multiple comparison with the best" in out
+    assert main(["compare", *args, "--format", "text"]) == 0
+    assert "Tied with the best" in capsys.readouterr().out

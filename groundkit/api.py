@@ -310,8 +310,11 @@ def load_results(spec: str | Path, *, cwd: str | Path = ".", metrics_dir: str = 
 def compare_runs(baseline: Results, *candidates: Results, alpha: float = 0.05) -> pd.DataFrame:
     """Each candidate against ``baseline``, query by query, as ``groundkit compare`` does it.
 
-    Returns one row per candidate and metric: the two means, the delta, its 95% confidence interval
-    (paired bootstrap) and p-value (paired randomization test), and whether p < ``alpha``.
+    Returns one row per candidate and metric: the two means, the delta, the interval that decides it
+    (``ci_low``/``ci_high`` at ``ci_level``: the paired sign-flip test inverted, each metric one test at
+    ``alpha``), the raw 95% percentile-bootstrap interval (``raw_ci95_low``/``raw_ci95_high``, never
+    deciding), the p-value (paired randomization test), and ``significant``: exactly when the deciding
+    interval excludes 0 (never below 10 paired queries).
     """
     import pandas as pd
 
@@ -326,8 +329,11 @@ def compare_runs(baseline: Results, *candidates: Results, alpha: float = 0.05) -
     for candidate in candidates:
         (result,) = compare(baseline.side, [candidate.side], gate=[], alpha=alpha).candidates
         for stat in result.overall:
+            d = stat.decided
             rows.append({"candidate": candidate.name, "metric": stat.metric, "baseline": stat.baseline,
-                         "value": stat.candidate, "delta": stat.delta, "ci_low": stat.ci_low,
-                         "ci_high": stat.ci_high, "p_value": stat.p_value,
-                         "significant": stat.p_value is not None and stat.p_value < alpha})
+                         "value": stat.candidate, "delta": stat.delta,
+                         "ci_low": None if d is None else d.low, "ci_high": None if d is None else d.high,
+                         "ci_level": None if d is None else 1 - d.level,
+                         "raw_ci95_low": stat.ci_low, "raw_ci95_high": stat.ci_high, "p_value": stat.p_value,
+                         "significant": stat.significant})
     return pd.DataFrame(rows).set_index(["candidate", "metric"])

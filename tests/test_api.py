@@ -101,9 +101,12 @@ def test_compare_runs_is_compare(tiny):
     row = table.loc[(tiny["small"].name, "ndcg@10")]
     stat = expected.stat("ndcg@10")
     assert (row["baseline"], row["value"], row["delta"]) == (stat.baseline, stat.candidate, stat.delta)
-    assert list(table.columns) == ["baseline", "value", "delta", "ci_low", "ci_high", "p_value", "significant"]
+    assert list(table.columns) == ["baseline", "value", "delta", "ci_low", "ci_high", "ci_level", "raw_ci95_low",
+                                   "raw_ci95_high", "p_value", "significant"]
     # Three answerable queries: 2^3 sign patterns, fewer than the resamples, so scipy enumerates them exactly.
     assert row["p_value"] == stat.p_value
+    # Below ten paired queries nothing is claimed: no deciding interval, never significant.
+    assert row["ci_low"] is None and not row["significant"] and row["raw_ci95_low"] == stat.ci_low
 
 
 def test_results_carry_their_name_into_compare_runs(tiny, tmp_path):

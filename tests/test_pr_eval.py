@@ -91,7 +91,10 @@ def pull_request(tmp_path_factory) -> Path:
     run(["git", "commit", "-q", "--allow-empty", "-m", "base results"], repo)
     run(["git", "checkout", "-q", "-b", "smaller-chunks"], repo)
     params = (repo / "params.yaml").read_text(encoding="utf-8")
-    (repo / "params.yaml").write_text(params.replace("size: 800 ", "size: 400 "), encoding="utf-8")
+    # The branch also asks its gate for evidence that nDCG@10 lost less than 0.01 (params.yaml's gate section).
+    params = params.replace("size: 800 ", "size: 400 ").replace("  non_inferiority: {}", "  non_inferiority: "
+                                                                  "{ndcg@10: 0.01}")
+    (repo / "params.yaml").write_text(params, encoding="utf-8")
     run(["git", "commit", "-q", "-am", "chunk.size 400, results not committed"], repo)
     return repo
 
@@ -115,9 +118,10 @@ def test_pr_eval_gates_a_regression_and_writes_the_comment_and_the_report(pull_r
     comment = (repo / "build" / "pr-eval" / "comment.md").read_text(encoding="utf-8")
     assert comment.startswith(MARKER + "\n## groundkit compare: `main` → `metrics`")
     assert "**The results committed at HEAD are not what `dvc repro` gives**" in comment
-    # 400-character chunks: nDCG@10 falls with half the context read (a trade: mixed), and the gate fails on it.
-    assert "Parameters changed: `chunk.size` 800 → 400." in comment and "**Verdict: mixed**" in comment
-    assert ":x: **Gate failed:** ndcg@10 dropped significantly (corrected p < 0.05) by more than 0.0." in comment
+    # 400-character chunks: nDCG@10 falls with half the context read (traded, which the regression rule passes),
+    # and the non-inferiority margin params.yaml's gate section sets fails, naming the metric and the rule.
+    assert "Parameters changed: `chunk.size` 800 → 400." in comment and "**Verdict: traded**" in comment
+    assert ":x: **Gate failed:** ndcg@10, rule non-inferiority: delta -" in comment and "not above -0.01" in comment
     assert stale.stdout == comment
     # Run locally, the comment says where the report is; there is no artifact.
     assert comment.endswith(REPORT_SAID + "`build/pr-eval/report.html`: open it in a browser.\n")
@@ -144,11 +148,14 @@ def test_pr_eval_gates_a_regression_and_writes_the_comment_and_the_report(pull_r
 def test_pr_eval_passes_what_does_not_regress_and_reports_errors(pull_request):
     repo = pull_request
     tolerated = subprocess.run(["bash", "scripts/pr_eval.sh", "main", "build/tolerant"], cwd=repo,
-                               env=env(GROUNDKIT_GATE="--metric recall@1000chars"), capture_output=True, text=True,
-                               check=False)
+                               env=env(GROUNDKIT_GATE="--metric recall@1000chars --non-inferiority "
+                                           "recall@1000chars=0.5"), capture_output=True, text=True, check=False)
     assert tolerated.returncode == 0, tolerated.stderr
     comment = (repo / "build" / "tolerant" / "comment.md").read_text(encoding="utf-8")
     assert "Gate failed" not in comment and "**Verdict: no significant change**" in comment
+    # The command line's margins replace params.yaml's (ndcg@10: 0.01 on this branch, which would fail).
+    assert "Passed: recall@1000chars, rule non-inferiority: " in comment and "ndcg@10, rule non-inferiority" \
+        not in comment
     # Without the base's artifacts in the DVC cache (as on a fresh CI machine), the page says what it lacks.
     shutil.rmtree(repo / ".dvc" / "cache")
     run(["groundkit", "report", "metrics", "--baseline", "main", "--out", "build/no-cache.html"], repo)

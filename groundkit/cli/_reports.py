@@ -42,6 +42,33 @@ def parse_options(alpha: str, max_drop: str, top: str) -> tuple[float, float, in
         raise CompareError("--top", f"must be 0 or more, got {count}", fix="give how many queries to list, e.g. 15")
     return check_alpha(number), check_max_drop(drop), count
 
+def repository_gate(cwd: Any) -> Any:
+    """The ``gate`` section of params.yaml in ``cwd`` (config.GateParams), or its defaults where there is none.
+
+    Only that section is read: a problem elsewhere in params.yaml is the stages' to report, not compare's.
+    """
+    from pathlib import Path
+
+    from pydantic import ValidationError
+
+    from groundkit.config.gate import GateParams
+    from groundkit.config.params_file import read_params_file
+    from groundkit.errors import ParamsError
+    from groundkit.inputs.validation import describe
+
+    path = Path(cwd) / "params.yaml"
+    if not path.is_file():
+        return GateParams()
+    section = read_params_file(path).get("gate") or {}
+    try:
+        return GateParams.model_validate(section)
+    except ValidationError as exc:
+        key, problem = describe(exc, "gate.", model=GateParams)
+        raise ParamsError(path, problem, key=key or "gate",
+                          fix="see the gate section groundkit init writes: metrics (a list), max_drop (a number, 0 "
+                              "or more), non_inferiority (metric: margin)") from None
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -49,9 +76,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from groundkit.reports.compare import check_correction, compare
     from groundkit.reports.compare_terminal import render, unshown_left_out
     from groundkit.reports.sides import experiment_sides, read_side
+    from groundkit.reports.verdict import parse_margins
 
-    alpha, max_drop, top = parse_options(args.alpha, args.max_drop, args.top)
+    cwd = Path.cwd()
+    settings = repository_gate(cwd)
+    alpha, max_drop, top = parse_options(args.alpha, str(settings.max_drop) if args.max_drop is None
+                                         else args.max_drop, args.top)
     correction = check_correction(args.correction)
+    margins = parse_margins(args.non_inferiority) if args.non_inferiority else dict(settings.non_inferiority)
     if args.experiments and args.candidates:
         raise CompareError("--experiments", f"is given with candidates ({', '.join(args.candidates)})",
                            fix="name the candidates, or pass --experiments alone to compare every experiment of "
@@ -64,7 +96,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if repeated:
         raise CompareError(repeated[0], "is given twice as a candidate; it would count twice in the correction",
                            fix="name each candidate once")
-    cwd = Path.cwd()
     baseline = read_side(args.baseline, cwd=cwd, metrics_dir=args.metrics_dir)
     left_out: list[tuple[str, str]] = []
     if args.experiments:
@@ -77,28 +108,41 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     else:
         candidates = [read_side(spec, cwd=cwd, metrics_dir=args.metrics_dir) for spec in args.candidates]
     output = _compare_format(args)
-    result = compare(baseline, candidates, gate=names(args.metric) or None,  # None: the default gate
-                     alpha=alpha, max_drop=max_drop, allow_corpus_change=args.allow_corpus_change,
-                     correction=correction, left_out=left_out)
+    gate = names(args.metric) or list(settings.metrics) or None  # None: the default gate, less what is not reported
+    options = {"gate": gate, "alpha": alpha, "max_drop": max_drop, "allow_corpus_change": args.allow_corpus_change,
+               "correction": correction, "non_inferiority": margins}
+    if args.self_test:
+        if len(candidates) != 1:
+            raise CompareError("--self-test", f"needs one candidate, got {len(candidates)}",
+                               fix="name one candidate: groundkit compare BASELINE CANDIDATE --self-test")
+        from groundkit.reports.selftest import render as render_self_test
+        from groundkit.reports.selftest import self_test
+
+        result = compare(baseline, candidates, **options)
+        print(render_self_test(self_test(result), {"baseline": baseline.label, "candidate": candidates[0].label}),
+              end="")
+        return 0
+    result = compare(baseline, candidates, left_out=left_out, **options)
     report = render(result, output, top=top)
     for name, why in unshown_left_out(result):
         print(f"left out of --experiments: {name}: {why}", file=sys.stderr)
     for note in result.gate_notes:
         print(f"note: {note}", file=sys.stderr)
     print(report, end="")
-    several = len(result.candidates) > 1  # a metric or regression is named with its candidate among several
+    several = len(result.candidates) > 1  # a metric is named with its candidate among several
     if args.fail_on_regression:
         for r in result.candidates:
             for metric, why in r.untested.items():
                 shown = f"{metric} ({r.side.label})" if several else metric
                 print(f"note: --fail-on-regression cannot gate on {shown}: no paired test ({why})", file=sys.stderr)
-    failed = [r for r in result.candidates if r.regressions]
-    if args.fail_on_regression and failed:
-        which = "; ".join(", ".join(r.regressions) + (f" ({r.side.label})" if several else "") for r in failed)
-        print(f"regression: {which} dropped significantly (corrected p < {alpha}) by more than {max_drop}",
-              file=sys.stderr)
-        return REGRESSION_EXIT
-    return 0
+    # The regression rule gates only with --fail-on-regression; non-inferiority when --non-inferiority is given, or
+    # with --fail-on-regression when params.yaml's gate section sets margins (a plain compare then only reports them).
+    gating = {"regression": args.fail_on_regression, "non-inferiority": args.fail_on_regression or bool(
+        args.non_inferiority)}
+    lines = [line for r in result.candidates for line in r.gate_lines if gating[line.rule]]
+    for line in lines:
+        print(line.line(), file=sys.stderr)
+    return REGRESSION_EXIT if any(not line.passed for line in lines) else 0
 
 def _compare_format(args: argparse.Namespace) -> str:
     """text on a terminal, Markdown when piped (the pull-request script's comment); --json is --format json."""
@@ -212,11 +256,20 @@ def add(commands: Any) -> None:
                      f"which is neither better nor worse by itself (default {', '.join(_compare_gate())})")
     # Numbers are checked by compare itself, so a bad one gets the same one-line error as any input.
     cmp.add_argument("--alpha", default="0.05", help="significance level, between 0 and 1 (default 0.05)")
-    cmp.add_argument("--max-drop", default="0",
-                     help="a significant drop no larger than this is tolerated (default 0)")
+    cmp.add_argument("--max-drop", default=None,
+                     help="a significant drop no larger than this is tolerated (default: params.yaml's gate.max_drop, "
+                     "else 0)")
     cmp.add_argument("--fail-on-regression", action="store_true",
-                     help=f"exit {REGRESSION_EXIT} if a --metric of any candidate dropped significantly (corrected p "
-                     "below --alpha) by more than --max-drop")
+                     help=f"exit {REGRESSION_EXIT} if a --metric of any candidate fell significantly (its corrected "
+                     "interval excludes 0), not only with less context read, by more than --max-drop")
+    cmp.add_argument("--non-inferiority", action="append", default=[], metavar="METRIC=MARGIN[,METRIC=MARGIN]",
+                     help=f"exit {REGRESSION_EXIT} unless, for every METRIC, the one-sided (1 - alpha) lower bound of "
+                     "the paired delta lies above -MARGIN (the margin in the metric's units; default: params.yaml's "
+                     "gate.non_inferiority)")
+    cmp.add_argument("--self-test", action="store_true",
+                     help="run the gate on null replications of this comparison (differences re-centred at 0, "
+                     "queries resampled) and print its false-alarm rate, each metric's test rate and the power at "
+                     "the MDE")
     cmp.add_argument("--format", default=None, metavar="text|md|json",
                      help="plain text within 100 columns, verdict first (the default on a terminal); Markdown for a "
                      "pull request's comment (the default when piped); or JSON")

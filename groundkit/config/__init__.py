@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from groundkit.artifacts.models import StrictRecord
+from groundkit.config.gate import GateParams
 from groundkit.config.params_file import apply_overrides, read_params_file
 from groundkit.corpus.chunking.kinds import ChunkerKind
 from groundkit.corpus.chunking.kinds import parse as parse_chunker
@@ -508,6 +509,7 @@ class Params(_Section):
     audit: AuditParams = Field(default_factory=AuditParams)
     execution: ExecutionParams = Field(default_factory=ExecutionParams)
     judge: JudgeParams = Field(default_factory=JudgeParams)
+    gate: GateParams = Field(default_factory=GateParams)
 
     @model_validator(mode="after")
     def _depth_covers_ks(self) -> Params:
@@ -536,8 +538,8 @@ class Params(_Section):
         """
         kind = self.retrieve.kind
         # Where the work ran is not what was measured either: both engines give the same numbers.
-        # Nor is the judge of `judgments judge`, which no stage calls.
-        exclude = {"corpus", "audit", "execution", "judge"} | (set(SECTIONS) - set(kind.sections))
+        # Nor is the judge of `judgments judge`, which no stage calls, nor compare's gate, which reads results.
+        exclude = {"corpus", "audit", "execution", "judge", "gate"} | (set(SECTIONS) - set(kind.sections))
         data = self.model_dump(mode="json", exclude=exclude)
         # Where the external run lies is not what was measured (and may be an absolute path).
         del data["retrieve"]["run"]
@@ -568,7 +570,7 @@ def validate_params(data: dict[str, Any], *, source: str | Path) -> Params:
     except ValidationError as exc:
         key, problem = describe(exc, model=Params)
         fix = ("remove or correct the key; known sections are corpus, chunk, bm25, tokenize, retrieve, dense, "
-               "hybrid, score, audit, execution, judge")
+               "hybrid, score, audit, execution, judge, gate")
         first = exc.errors(include_url=False)[0]
         cause = first.get("ctx", {}).get("error")
         if isinstance(cause, FixableValueError):

@@ -3,15 +3,18 @@
 ``dvc metrics diff`` says that a mean moved; it cannot say whether the move is larger than what
 reshuffling the same queries would give. Both runs score the same judgments, so every query yields
 one paired difference, and the statistics (groundkit/reports/stats.py, groundkit/reports/paired.py)
-are over those differences: a 95% paired bootstrap interval, a paired randomization test, Cohen's
-d_z, and the queries that went up, stayed and went down. Each candidate's verdict
-(groundkit/reports/verdict.py) looks at the gated metrics (``--metric``) only, with the p-values of
-every candidate x gated metric corrected together (Holm by default): at alpha = 0.05, eight
-candidates on two metrics give sixteen chances of a false alarm. The candidates share the
+are over those differences: a raw 95% paired bootstrap interval, a paired randomization test, Cohen's
+d_z, and the queries that went up, stayed and went down. Every row is decided by one procedure
+(groundkit/reports/inference.py): the randomization test inverted into an interval at the level its
+correction gives, marked significant exactly when that interval excludes 0. Each candidate's verdict
+(groundkit/reports/verdict.py) looks at the gated metrics (``--metric``) only, decided together over
+every candidate x gated metric (Holm by default, with Strassburger-Bretz intervals; BH with
+Benjamini-Yekutieli's): at alpha = 0.05, eight candidates on two metrics give sixteen chances of a
+false alarm. The candidates share the
 resampling's random draws, so each is what a comparison of it alone would show, and one candidate
 is the case N = 1 of the same computation. The result also says how large a change in each gated
 metric these judgments could detect at all. With fewer than two paired queries there is neither an
-interval nor a test.
+interval nor a test; below MIN_QUERIES (10) the p-values are shown but no significance is claimed.
 
 groundkit/reports/compare_text.py writes a comparison as Markdown and JSON,
 groundkit/reports/compare_terminal.py as text for a terminal.
@@ -20,23 +23,30 @@ groundkit/reports/compare_terminal.py as text for a terminal.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from groundkit.errors import CompareError, MeasureError
 from groundkit.reports.compare_ppi import two_label_comparison
-from groundkit.reports.paired import Stat, count_text, paired_rows
+from groundkit.reports.inference import MIN_QUERIES, TOO_FEW, NormalNull, Ties, tied_with_best
+from groundkit.reports.paired import Stat, count_text, decide_rows, paired_rows, untested_reason
 from groundkit.reports.sides import NO_ANSWER, Side, params_changed
 from groundkit.reports.stats import (
     CORRECTIONS,
-    adjust_p_values,
     minimum_detectable_effect,
     smallest_p_value,
 )
-from groundkit.reports.verdict import cost_metrics, decide, verdict_summary
+from groundkit.reports.verdict import (
+    GateLine,
+    cost_metrics,
+    decide,
+    non_inferiority_lines,
+    regression_lines,
+    verdict_summary,
+)
 from groundkit.scoring.measures import MEASURES, Cutoff
 from groundkit.scoring.schema import document_level
 from groundkit.scoring.separability import NAME as SEPARABILITY
@@ -90,8 +100,9 @@ class CandidateResult:
         worse: The queries whose first gold rank got worse, most first; ``better`` those that got better.
         no_answer: The no_answer queries: how many, how many each side abstained on, and separability.
         p_adjusted: Each gated metric's p-value, corrected over every candidate x gated metric.
-        costs: Each gated metric's context (``chars@k``) stat, where both report one.
-        verdict, regressions, untested, traded: The :class:`~groundkit.reports.verdict.Decision`.
+        costs: Each gated metric's context (``chars@k``) stat, where both report one (each decided alone).
+        verdict, regressions, untested, traded, tolerated: The :class:`~groundkit.reports.verdict.Decision`.
+        gate_lines: The gate's outcome per metric and rule (regression, non-inferiority); a failed line fails it.
         ppi: The PPI figures when both sides were scored under two label sets.
     """
 
@@ -111,6 +122,8 @@ class CandidateResult:
     regressions: list[str]
     untested: dict[str, str]
     traded: dict[str, str]
+    tolerated: list[str] = field(default_factory=list)
+    gate_lines: list[GateLine] = field(default_factory=list)
     ppi: dict[str, Any] | None = None
     """With two label sets (groundkit/reports/compare_ppi.py): the PPI figures the directed overall rows, the gate
     and the MDE are read from, and what stands beside them; None with one label set."""
@@ -130,7 +143,8 @@ class Comparison:
     """A baseline against its candidates, built in one go by :func:`compare`.
 
     ``verdict`` counts the candidates' verdicts (one candidate's verdict itself); ``tests`` is how many
-    gated p-values the correction was over; ``queries`` the answerable queries paired.
+    gated p-values the correction was over; ``queries`` the answerable queries paired; ``non_inferiority``
+    the margins of ``--non-inferiority`` by metric.
     """
 
     baseline: Side
@@ -145,6 +159,15 @@ class Comparison:
     verdict: str
     gate_notes: list[str]
     left_out: list[tuple[str, str]]
+    non_inferiority: dict[str, float] = field(default_factory=dict)
+    ties: dict[str, Ties] = field(default_factory=dict)
+    """With several candidates: per gated metric, the runs (0 the baseline, then each candidate) tied with the best
+    (Hsu's MCB, groundkit/reports/inference.py)."""
+
+    @property
+    def gate_failed(self) -> list[GateLine]:
+        """Every failed gate line, over every candidate."""
+        return [line for r in self.candidates for line in r.gate_lines if not line.passed]
 
 
 def check_alpha(alpha: float) -> float:
@@ -288,6 +311,15 @@ def check_gate(gate: list[str]) -> list[str]:
     return gate
 
 
+def check_margins(margins: Mapping[str, float]) -> dict[str, float]:
+    """The non-inferiority margins: each metric has a better direction (as a gated one must)."""
+    try:
+        check_gate(list(margins))
+    except CompareError as exc:
+        raise CompareError("--non-inferiority", exc.problem, fix=exc.fix) from None
+    return dict(margins)
+
+
 def default_gate(sides: Sequence[Side]) -> tuple[list[str], list[str]]:
     """:data:`DEFAULT_GATE`'s metrics that every side reports, and a note for each left out.
 
@@ -355,13 +387,15 @@ def rows_of(side: Side, ids: list[str]) -> np.ndarray:
 def compare(
     baseline: Side, candidates: Side | Sequence[Side], *, gate: list[str] | None = None, alpha: float = 0.05,
     max_drop: float = 0.0, allow_corpus_change: bool = False, correction: str = "holm",
-    left_out: Sequence[tuple[str, str]] = (),
+    left_out: Sequence[tuple[str, str]] = (), non_inferiority: Mapping[str, float] | None = None,
 ) -> Comparison:
     """Pair each candidate with the baseline query by query and compute every statistic and verdict.
 
     ``candidates`` is a list (a single side is the list of one); ``gate`` None is the default gate
-    (:func:`default_gate`), empty is no verdict, the tables alone. The gated p-values of every candidate are
-    corrected together. ``left_out`` names the experiments left out of ``--experiments``, and why.
+    (:func:`default_gate`), empty is no verdict, the tables alone. The gated rows of every candidate are
+    decided together under ``correction``; every other row (a metric not gated, a category's, a cost) alone at
+    ``alpha``. ``non_inferiority`` maps a metric to its margin (``--non-inferiority``). ``left_out`` names the
+    experiments left out of ``--experiments``, and why.
     """
     candidates = [candidates] if isinstance(candidates, Side) else list(candidates)
     check_alpha(alpha)
@@ -371,39 +405,60 @@ def compare(
     if gate is None:
         gate, gate_notes = default_gate([baseline, *candidates])
     gate = check_gate(gate)
+    margins = check_margins(non_inferiority or {})
     changes = [check_comparable(baseline, c, allow_corpus_change) for c in candidates]
-    paired = [paired_metrics(baseline, c, gate) for c in candidates]
+    paired = [paired_metrics(baseline, c, [*gate, *(m for m in margins if m not in gate)]) for c in candidates]
     shared = [m for m in baseline.per_query.metric_names if all(m in c.per_query.metric_names for c in candidates)]
     costs = cost_metrics(gate, shared)
     answerable = answerable_ids(baseline)
     before_rows = rows_of(baseline, answerable)
+    if 2 <= len(answerable) < MIN_QUERIES:
+        gate_notes.append(f"only {len(answerable)} paired queries, {TOO_FEW}")
     measured = [_measured(baseline, before_rows, answerable, c, metrics, gate)
                 for c, (metrics, _) in zip(candidates, paired, strict=True)]
     # Two label sets (groundkit/reports/compare_ppi.py): each candidate's directed overall rows are PPI++ on the
-    # paired differences, and the gate, its correction and the MDE read them.
+    # paired differences, and the gate, its correction and the MDE read them. Such a row is decided by PPI's
+    # normal-approximation test inverted (inference.NormalNull), so its mark agrees with the interval shown.
     ppis = []
     for c, (metrics, _), (overall, _) in zip(candidates, paired, measured, strict=True):
         two_labels = two_label_comparison(baseline, c, metrics)
         if two_labels is not None:
             for j, name in enumerate(two_labels.metrics):
-                overall[name] = Stat(**two_labels.stat(j))
+                se = float(two_labels.delta.std_error[j])
+                row = Stat(**two_labels.stat(j))
+                overall[name] = replace(row, null=NormalNull(row.delta or 0.0, se)
+                                        if two_labels.n >= MIN_QUERIES else None)
         ppis.append(two_labels)
     judged = [m for m in shared if m in gate]  # the gate in the order the runs report it, as every table lists it
-    gated = [[overall[m] for m in judged] for overall, _ in measured]
-    adjusted = adjust_p_values([s.p_value for row in gated for s in row], correction)
+    for overall, _ in measured:  # every row not gated is decided alone, at alpha
+        alone = [s for m, s in overall.items() if m not in judged]
+        overall.update((s.metric, s) for s in decide_rows(alone, alpha)[0])
+    decided, adjusted = decide_rows([overall[m] for overall, _ in measured for m in judged], alpha, correction)
     results = []
     for k, candidate in enumerate(candidates):
         overall, rest = measured[k]
+        overall.update((s.metric, s) for s in decided[k * len(judged):(k + 1) * len(judged)])
+        gated = [overall[m] for m in judged]
         mine = adjusted[k * len(judged):(k + 1) * len(judged)]
         cost_stats = {m: overall[cost] for m, cost in costs.items()}
-        decision = decide(gated[k], mine, alpha, max_drop, cost_stats)
+        decision = decide(gated, {s.metric: untested_reason(s) for s in gated if s.decided is None}, max_drop,
+                          cost_stats)
+        lines = regression_lines(decision, {s.metric: s.delta for s in gated}, max_drop, alpha)
+        lines += non_inferiority_lines(overall, margins, alpha)
+        if len(candidates) > 1:
+            lines = [replace(line, candidate=candidate.label) for line in lines]
+        rest["by_category"] = {c: decide_rows(stats, alpha)[0] for c, stats in rest["by_category"].items()}
         results.append(CandidateResult(
             side=candidate, params_changed=params_changed(baseline, candidate), corpus_change=changes[k],
             one_sided=paired[k][1], overall=list(overall.values()), **rest,
             p_adjusted=dict(zip(judged, mine, strict=True)), costs=cost_stats, verdict=decision.verdict,
             regressions=decision.regressions, untested=decision.untested, traded=decision.traded,
-            ppi=None if ppis[k] is None else ppis[k].as_dict(alpha)))
+            tolerated=decision.tolerated, gate_lines=lines, ppi=None if ppis[k] is None else ppis[k].as_dict(alpha)))
     found = detectable(baseline, before_rows, judged, alpha)
+    ties = {}
+    if len(candidates) > 1:  # which of the baseline and the candidates are tied with the best, per gated metric
+        runs = [metric_matrix(side, rows_of(side, answerable), judged) for side in (baseline, *candidates)]
+        ties = {m: tied_with_best(np.stack([run[j] for run in runs]), alpha) for j, m in enumerate(judged)}
     if ppis and all(t is not None for t in ppis):
         # The MDE from the PPI variance of the first candidate's paired differences (each candidate's own is in
         # its ppi block): n labelled by a person and N by the judge alone.
@@ -418,7 +473,7 @@ def compare(
                       correction=correction, tests=sum(1 for p in adjusted if p is not None),
                       queries=len(answerable), detectable=found,
                       verdict=verdict_summary([r.verdict for r in results]), gate_notes=gate_notes,
-                      left_out=list(left_out))
+                      left_out=list(left_out), non_inferiority=margins, ties=ties)
 
 
 def _measured(baseline: Side, before_rows: np.ndarray, answerable: list[str], candidate: Side, metrics: list[str],

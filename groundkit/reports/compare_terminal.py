@@ -19,9 +19,12 @@ from groundkit.reports.compare import ALL, CandidateResult, Comparison
 from groundkit.reports.compare_text import (
     correction_text,
     counts_text,
+    decided_text,
     effect_text,
+    raw_text,
     render_markdown,
     separability_text,
+    tie_lines,
     to_json,
 )
 from groundkit.reports.paired import Stat, number_text, signed_text
@@ -58,24 +61,21 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence
 
 
 def _interval(stat: Stat) -> str:
-    if stat.ci_low is None:
-        return "n/a"
-    return f"[{signed_text(stat.ci_low, stat.metric)}, {signed_text(stat.ci_high, stat.metric)}]"
+    """The deciding interval, ``*`` exactly when it excludes 0."""
+    return decided_text(stat) + ("*" if stat.significant else "")
 
 
 def _p(p: float | None) -> str:
     return "n/a" if p is None else f"{p:.4f}"
 
 
-def _gated_rows(gate: list[str], stats: dict[str, Stat], p_adjusted: dict[str, float | None], alpha: float,
+def _gated_rows(gate: list[str], stats: dict[str, Stat], p_adjusted: dict[str, float | None],
                 costs: dict[str, Stat]) -> list[list[str]]:
     rows = []
     for m in gate:
         s = stats[m]
-        p = p_adjusted.get(m)
-        star = " *" if p is not None and p < alpha else ""
         rows.append([m, number_text(s.baseline, m), number_text(s.candidate, m), signed_text(s.delta, m),
-                     _interval(s), _p(p) + star])
+                     _interval(s), _p(p_adjusted.get(m))])
         cost = costs.get(m)
         if cost is not None and cost.delta:
             ratio = f"{cost.candidate / cost.baseline:.2f}x" if cost.baseline and cost.candidate is not None else ""
@@ -85,7 +85,7 @@ def _gated_rows(gate: list[str], stats: dict[str, Stat], p_adjusted: dict[str, f
     return rows
 
 
-GATED_HEADER = ("gated metric", "baseline", "candidate", "delta", "95% CI", "corrected p")
+GATED_HEADER = ("gated metric", "baseline", "candidate", "delta", "CI (decides)", "corrected p")
 GATED_RIGHT = (False, True, True, True, False, True)
 
 
@@ -116,21 +116,19 @@ def _page_text(result: Comparison, r: CandidateResult, *, top: int) -> str:
     answerable = r.overall[0].queries if r.overall else 0
     tests = result.tests
     stats = {s.metric: s for s in r.overall}
-    reason = verdict_reason(result.gate, stats, r.p_adjusted, result.alpha, r.traded, r.costs)
+    reason = verdict_reason(result.gate, stats, r.traded, r.costs)
     lines = [*_wrap(f"groundkit compare: {terminal_text(b.label)} -> {terminal_text(c.label)}, paired over "
                     f"{answerable} answerable queries"), ""]
     lines += _wrap(f"Verdict: {r.verdict}, as {reason}.")
-    lines += _wrap(f"Gated at alpha {result.alpha}, {correction_text(result.correction, tests)}; * marks corrected p "
-                   "below alpha.")
-    if r.regressions:
-        lines += _wrap(f"Gate: regression beyond the allowed drop of {result.max_drop}: "
-                       f"{', '.join(r.regressions)}.")
+    lines += _wrap(f"Gated at alpha {result.alpha}, {correction_text(result.correction, tests)}; CI (decides): the "
+                   "sign-flip test inverted at the corrected level; * marks a CI that excludes 0.")
+    for g in r.gate_lines:
+        lines += _wrap(f"Gate {'passed' if g.passed else 'FAILED'}: {g.metric}, rule {g.rule}: {g.text}.")
     for m, why in r.untested.items():
         lines += _wrap(f"{m}: no test ({why}).")
     for note in result.gate_notes:
         lines += _wrap(f"Note: {note}.")
-    lines += ["", *_table(GATED_HEADER, _gated_rows(result.gate, stats, r.p_adjusted, result.alpha,
-                                                     r.costs), GATED_RIGHT), ""]
+    lines += ["", *_table(GATED_HEADER, _gated_rows(result.gate, stats, r.p_adjusted, r.costs), GATED_RIGHT), ""]
     if r.corpus_change:
         lines += _wrap(f"Corpus changed (--allow-corpus-change): {r.corpus_change['baseline']} -> "
                        f"{r.corpus_change['candidate']}.")
@@ -148,18 +146,20 @@ def _page_text(result: Comparison, r: CandidateResult, *, top: int) -> str:
     one_sided = [f"{m} ({side} only)" for side in ("baseline", "candidate") for m in r.one_sided.get(side, [])]
     if one_sided:
         lines += _wrap(f"Not compared, reported by one run only: {', '.join(one_sided)}.")
-    lines += ["", "Every metric (p uncorrected; W/T/L: queries higher / same / lower in the candidate)"]
-    header = ("metric", "baseline", "candidate", "delta", "95% CI", "p", "d_z", "W/T/L")
-    right = (False, True, True, True, False, True, True, True)
+    lines += ["", *_wrap("Every metric (ungated rows: each one test at alpha, p uncorrected; W/T/L: queries "
+                         "higher / same / lower in the candidate)")]
+    header = ("metric", "baseline", "candidate", "delta", "CI (decides)", "raw 95% CI", "p", "d_z", "W/T/L")
+    right = (False, True, True, True, False, False, True, True, True)
     lines += _table(header, [[s.metric, number_text(s.baseline, s.metric), number_text(s.candidate, s.metric),
-                              signed_text(s.delta, s.metric), _interval(s), _p(s.p_value), effect_text(s),
-                              counts_text(s)] for s in r.overall], right)
-    lines += ["", "The gated metrics by category (p uncorrected; --format md for every metric)"]
-    rows = [[category, str(s.queries), s.metric, signed_text(s.delta, s.metric), _interval(s), _p(s.p_value)]
+                              signed_text(s.delta, s.metric), _interval(s), raw_text(s), _p(s.p_value),
+                              effect_text(s), counts_text(s)] for s in r.overall], right)
+    lines += ["", "The gated metrics by category (each one test, uncorrected; --format md for every metric)"]
+    rows = [[category, str(s.queries), s.metric, signed_text(s.delta, s.metric), _interval(s), raw_text(s),
+             _p(s.p_value)]
             for category, category_stats in r.categories(r.category_metrics).items() for s in category_stats
             if s.metric in result.gate]
-    lines += _table(("category", "n", "metric", "delta", "95% CI", "p"), rows,
-                    (False, True, False, True, False, True))
+    lines += _table(("category", "n", "metric", "delta", "CI (decides)", "raw 95% CI", "p"), rows,
+                    (False, True, False, True, False, False, True))
     na = r.no_answer
     lines += ["", f"No-answer queries that abstained: {na['abstained_baseline']}/{na['queries']} -> "
                   f"{na['abstained_candidate']}/{na['queries']}."]
@@ -175,8 +175,9 @@ def _page_text(result: Comparison, r: CandidateResult, *, top: int) -> str:
             for query_id, rank, row in zip(ids, ranks, moved[:shown], strict=True):
                 query = _cut(terminal_text(row["query"]), WIDTH - fixed)  # escaped first: the cut counts what shows
                 lines.append(f"  {query_id:<{max(map(len, ids))}}  {rank:<{max(map(len, ranks))}}  {query}".rstrip())
-    lines += ["", *_wrap(f"95% CI: paired bootstrap; p: paired randomization test; {RESAMPLES:,} resamples, "
-                         f"seed {SEED}. --format md for the pull-request comment, --format json for machines.")]
+    lines += ["", *_wrap(f"CI (decides): the paired sign-flip test inverted; raw 95% CI: paired bootstrap, never "
+                         f"deciding; p: paired randomization test; {RESAMPLES:,} resamples, seed {SEED}. "
+                         "--format md for the pull-request comment, --format json for machines.")]
     return "\n".join(lines) + "\n"
 
 
@@ -193,25 +194,27 @@ def _table_text(result: Comparison) -> str:
         lines += _wrap(f"Note: {note}.")
     corrected = correction_text(result.correction, result.tests)
     lines += _wrap(f"Gated at alpha {result.alpha}, {corrected} ({len(result.candidates)} candidates x "
-                   f"{len(result.gate)} metrics); * marks corrected p below alpha.")
+                   f"{len(result.gate)} metrics); CI (decides): the sign-flip test inverted at the corrected "
+                   "level; * marks a CI that excludes 0.")
     for r in result.candidates:
         stats = {s.metric: s for s in r.overall}
         changes = ", ".join(f"{k}={'(not set)' if v[1] is None else v[1]}" for k, v in r.params_changed.items())
-        reason = verdict_reason(result.gate, stats, r.p_adjusted, result.alpha, r.traded, r.costs)
+        reason = verdict_reason(result.gate, stats, r.traded, r.costs)
         lines += ["", *_wrap(f"{terminal_text(r.side.label)} ({terminal_text(changes) or 'no parameter changed'}): "
                              f"{r.verdict}, "
                              f"as {reason}.")]
-        if r.regressions:
-            lines += _wrap(f"Gate: regression beyond the allowed drop of {result.max_drop}: "
-                           f"{', '.join(r.regressions)}.", "  ")
-        table = _table(GATED_HEADER, _gated_rows(result.gate, stats, r.p_adjusted, result.alpha, r.costs),
-                       GATED_RIGHT)
+        for g in r.gate_lines:
+            lines += _wrap(f"Gate {'passed' if g.passed else 'FAILED'}: {g.metric}, rule {g.rule}: {g.text}.", "  ")
+        table = _table(GATED_HEADER, _gated_rows(result.gate, stats, r.p_adjusted, r.costs), GATED_RIGHT)
         lines += ["  " + line for line in table]
     detectable = [f"{number_text(d.mde, d.metric)} in {d.metric}" for d in result.detectable
                   if d.category == ALL and d.mde is not None]
     if detectable:
         lines += ["", *_wrap(f"These {result.queries} queries can detect a change of about "
                              f"{', '.join(detectable)} (80% power); a smaller one is likely to be missed.")]
+    ties = tie_lines(result, terminal_text)
+    if ties:
+        lines += ["", *(wrapped for line in ties for wrapped in _wrap(line))]
     if result.left_out:
         left_out = "; ".join(f"{terminal_text(n)}: {why}" for n, why in result.left_out)
         lines += ["", *_wrap(f"Left out of --experiments: {left_out}.")]

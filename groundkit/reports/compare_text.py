@@ -6,10 +6,13 @@ of the gated metrics. Both are read from the same :class:`~groundkit.reports.com
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 from groundkit.inputs.text import markdown_code, markdown_text
 from groundkit.reports.compare import ALL, CandidateResult, Comparison, Detectable, short_hash
+from groundkit.reports.inference import MIN_QUERIES
 from groundkit.reports.paired import Stat, number_text, signed_text
 from groundkit.reports.stats import POWER, RESAMPLES, SEED
 from groundkit.reports.verdict import cost_text, moved_costs, verdict_reason
@@ -34,25 +37,53 @@ def counts_text(stat: Stat) -> str:
     return f"{stat.wins}/{stat.ties}/{stat.losses}"
 
 
-def interval_cells(stat: Stat) -> tuple[str, str]:
-    """The interval and p-value cells; without a test they say why."""
-    m = stat.metric
-    if stat.p_value is None:
-        return f"n/a ({stat.queries} {'query' if stat.queries == 1 else 'queries'})", "n/a"
-    return f"[{signed_text(stat.ci_low, m)}, {signed_text(stat.ci_high, m)}]", f"{stat.p_value:.4f}"
+def _bound(value: float, metric: str) -> str:
+    return ("-inf" if value < 0 else "+inf") if math.isinf(value) else signed_text(value, metric)
 
 
-def _row(stat: Stat, significant: bool) -> str:
+def decided_text(stat: Stat) -> str:
+    """The interval that decides the row, with its level: ``[+0.0238, +0.4521] 97.5%``; ``(0, +0.45]`` when only
+    its direction is claimed (Holm's rejected rows); without one, why."""
+    d, m = stat.decided, stat.metric
+    if d is None:
+        few = stat.p_value is not None
+        return (f"n/a ({stat.queries} {'query' if stat.queries == 1 else 'queries'}"
+                f"{f'; < {MIN_QUERIES}' if few else ''})")
+    low = "0" if d.open_low else _bound(d.low, m)
+    high = "0" if d.open_high else _bound(d.high, m)
+    return f"{d.bounds[0]}{low}, {high}{d.bounds[1]} {level_text(1 - d.level)}"
+
+
+def level_text(level: float) -> str:
+    """A confidence level as a percentage, to as many decimals as it needs: 95%, 97.5%, 99.773%."""
+    text = f"{100 * level:.3f}".rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
+def raw_text(stat: Stat) -> str:
+    """The raw 95% percentile-bootstrap interval (``ci95``): shown beside the deciding one, never deciding."""
+    if stat.ci_low is None:
+        return "n/a"
+    return f"[{signed_text(stat.ci_low, stat.metric)}, {signed_text(stat.ci_high, stat.metric)}]"
+
+
+def interval_cells(stat: Stat) -> tuple[str, str, str]:
+    """The deciding interval, the raw bootstrap interval and the p-value cells; without a test they say why."""
+    p = "n/a" if stat.p_value is None else f"{stat.p_value:.4f}"
+    return decided_text(stat), raw_text(stat), p
+
+
+def mark(stat: Stat) -> str:
+    """`` *`` exactly when the row's deciding interval excludes 0."""
+    return " *" if stat.significant else ""
+
+
+def _row(stat: Stat) -> str:
     m = stat.metric
-    mark = " *" if significant else ""
-    interval, p_value = interval_cells(stat)
+    interval, raw, p_value = interval_cells(stat)
     return (f"| {m} | {number_text(stat.baseline, m)} | {number_text(stat.candidate, m)} | "
-            f"{signed_text(stat.delta, m)}{mark} | {interval} | {p_value} | {effect_text(stat)} "
+            f"{signed_text(stat.delta, m)}{mark(stat)} | {interval} | {raw} | {p_value} | {effect_text(stat)} "
             f"| {counts_text(stat)} |")
-
-
-def _significant(stat: Stat, alpha: float) -> bool:
-    return stat.p_value is not None and stat.p_value < alpha
 
 
 def _rank_text(rank: int | None) -> str:
@@ -66,6 +97,11 @@ def correction_text(correction: str, tests: int) -> str:
     name = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[correction]
     return f"{name}-corrected over {tests} {'test' if tests == 1 else 'tests'}"
 
+
+CI_LEGEND = ("CI (decides): the shifts the paired sign-flip test does not reject, at the row's level (gated rows: "
+             "corrected, Holm by Strassburger & Bretz 2008, BH by Benjamini & Yekutieli 2005); `*` marks a row whose "
+             "CI excludes 0, and only those; `(0, x]`: only the direction is claimed. raw 95% CI: percentile "
+             "bootstrap, shown, never deciding.")
 
 EFFECT_LEGEND = ("d_z: mean delta / SD of the per-query deltas (Cohen's d_z); W/T/L: queries where the "
                  "candidate scores higher / the same / lower (wins, ties, losses; for chars@k higher is more to read).")
@@ -108,10 +144,11 @@ def _page_markdown(result: Comparison, r: CandidateResult, *, top: int) -> str:
         f"## groundkit compare: {markdown_code(b.label)} → {markdown_code(c.label)}",
         "",
         f"Paired over {answerable} answerable queries (same judgments, hash "
-        f"`{short_hash(b.metadata['judgments_hash'])}`). 95% CI: paired bootstrap; p: paired randomization "
-        f"test; {RESAMPLES:,} resamples each, seed {SEED}. `*` marks p < {result.alpha}.",
-        f"{EFFECT_LEGEND} The p-values in the tables are each for one test, uncorrected; the verdict uses "
-        f"those of {', '.join(result.gate)}, {correction_text(result.correction, tests)}.",
+        f"`{short_hash(b.metadata['judgments_hash'])}`). {CI_LEGEND} p: paired randomization "
+        f"test; {RESAMPLES:,} resamples each, seed {SEED}.",
+        f"{EFFECT_LEGEND} The gated metrics ({', '.join(result.gate)}) are decided together, "
+        f"{correction_text(result.correction, tests)}; every other row, and every category, alone at {result.alpha}, "
+        "and their p-values are uncorrected.",
         "",
     ]
     if r.ppi is not None:
@@ -119,7 +156,8 @@ def _page_markdown(result: Comparison, r: CandidateResult, *, top: int) -> str:
         lines += [f"**Two label sets**: {ppi['n']} queries labelled by a person, {ppi['N']} by the judge alone. "
                   f"The overall rows of {', '.join(f'`{m}`' for m in ppi['metrics'])} are PPI++ over all "
                   f"{ppi['n'] + ppi['N']} machine-judged queries (a query with nothing relevant scores 0): delta, "
-                  "95% CI and p on the paired differences, normal approximation; W/T/L over the person's "
+                  "CI and p on the paired differences, normal approximation (the CI that decides is that same "
+                  "normal interval at the row's level); W/T/L over the person's "
                   f"{ppi['n']}. The gate and the MDE read them. Per category: the judge's labels alone.", ""]
     if r.corpus_change:
         lines += [f"**Corpus changed** (`--allow-corpus-change`): corpus_hash `{r.corpus_change['baseline']}` "
@@ -134,15 +172,15 @@ def _page_markdown(result: Comparison, r: CandidateResult, *, top: int) -> str:
     sides = [f"`{m}` ({side} only)" for side in ("baseline", "candidate") for m in r.one_sided.get(side, [])]
     if sides:
         lines += [f"Not compared, reported by one run only: {', '.join(sides)}.", ""]
-    header = ["| metric | baseline | candidate | delta | 95% CI | p | d_z | W/T/L |",
-              "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
-    lines += header + [_row(s, _significant(s, result.alpha)) for s in r.overall]
+    header = ["| metric | baseline | candidate | delta | CI (decides) | raw 95% CI | p | d_z | W/T/L |",
+              "| --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |"]
+    lines += header + [_row(s) for s in r.overall]
     lines += ["", "### Per category", "",
-              "| category | n | metric | baseline | candidate | delta | 95% CI | p | d_z | W/T/L |",
-              "| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
+              "| category | n | metric | baseline | candidate | delta | CI (decides) | raw 95% CI | p | d_z | W/T/L |",
+              "| --- | ---: | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |"]
     for category, stats in r.categories(r.category_metrics).items():
         for s in stats:
-            lines.append(f"| {category} | {s.queries} " + _row(s, _significant(s, result.alpha)))
+            lines.append(f"| {category} | {s.queries} " + _row(s))
     na = r.no_answer
     lines += ["", f"No-answer queries abstained (returned nothing): {na['abstained_baseline']}/{na['queries']} → "
               f"{na['abstained_candidate']}/{na['queries']}. {separability_text(na[SEPARABILITY])}", ""]
@@ -162,24 +200,29 @@ def _page_markdown(result: Comparison, r: CandidateResult, *, top: int) -> str:
     gated = {s.metric: s for s in r.overall if s.metric in result.gate}
 
     def detail(m: str, s: Stat) -> str:
-        if s.p_value is None:
+        if s.decided is None:
             return f"{m} {signed_text(s.delta, m)}, no test: {r.untested[m]}"
         corrected = "" if result.correction == "none" else f", corrected p = {r.p_adjusted[m]:.4f}"
-        return f"{m} {signed_text(s.delta, m)}, p = {s.p_value:.4f}{corrected}"
+        return f"{m} {signed_text(s.delta, m)} {decided_text(s)}, p = {s.p_value:.4f}{corrected}"
 
     details = "; ".join(detail(m, s) for m, s in gated.items())
-    reason = verdict_reason(result.gate, gated, r.p_adjusted, result.alpha, r.traded, r.costs)
+    reason = verdict_reason(result.gate, gated, r.traded, r.costs)
     lines.append(f"**Verdict: {r.verdict}**: {reason}. At alpha = {result.alpha} on {', '.join(result.gate)}, "
                  f"{correction_text(result.correction, tests)} ({details}).")
     for m, cost in moved_costs(result.gate, r.costs):
         lines.append(f"Context read for {m}: {cost_text(cost)}, delta {signed_text(cost.delta, cost.metric)}.")
-    if r.regressions:
-        lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {', '.join(r.regressions)}.")
+    lines += [f"{'Passed' if g.passed else '**Failed**'}: {g.metric}, rule {g.rule}: {g.text}."
+              for g in r.gate_lines]
     lines += [f"Note: {note}." for note in result.gate_notes]
     return "\n".join(lines) + "\n"
 
 
-METHOD = {"ci": "paired percentile bootstrap, 95%", "test": "paired randomization (sign flip), two-sided",
+METHOD = {"ci": "the paired sign-flip test inverted, at ci_level (gated rows: Holm compatible intervals, Strassburger "
+          "& Bretz 2008; BH false-coverage-rate intervals, Benjamini & Yekutieli 2005; with two label sets, PPI's "
+          "normal interval at that level); a row is significant exactly when ci excludes 0; none below "
+          f"{MIN_QUERIES} paired queries",
+          "ci95": "raw: paired percentile bootstrap, 95%, never deciding",
+          "test": "paired randomization (sign flip), two-sided",
           "effect_size": "Cohen's d_z: mean difference / standard deviation of the differences (ddof 1)",
           "mde": f"two-sided randomization test, {POWER:.0%} power, differences' SD taken as sqrt(2) x the "
           "baseline's per-query SD", "resamples": RESAMPLES, "seed": SEED}
@@ -190,6 +233,38 @@ def to_json(result: Comparison) -> dict[str, Any]:
     if len(result.candidates) == 1:
         return _page_json(result, result.candidates[0])
     return _table_json(result)
+
+
+def _gate_lines(r: CandidateResult) -> list[dict[str, Any]]:
+    return [{"metric": g.metric, "rule": g.rule, "passed": g.passed, "text": g.text} for g in r.gate_lines]
+
+
+def tie_lines(result: Comparison, name: Callable[[str], str]) -> list[str]:
+    """Per gated metric, the runs tied with the best (the baseline among them), then what the design can detect;
+    ``name`` writes a run's label for the medium (escaped: labels come from outside)."""
+    if not result.ties:
+        return []
+    labels = [result.baseline.label, *(r.side.label for r in result.candidates)]
+    lines = [f"Tied with the best (Hsu's multiple comparison with the best, over the baseline and every candidate, "
+             f"alpha {result.alpha}; none of them significantly below another):"]
+    for metric, t in result.ties.items():
+        names = [name(labels[i]) for i in t.tied]
+        if result.queries < MIN_QUERIES:
+            lines.append(f"- {metric}: no claim below {MIN_QUERIES} paired queries.")
+        elif len(names) == len(labels):
+            lines.append(f"- {metric}: all {len(names)} tied; these queries cannot tell them apart.")
+        elif len(names) == 1:
+            lines.append(f"- {metric}: {names[0]} alone is best, significantly above every other.")
+        else:
+            lines.append(f"- {metric}: {', '.join(names)} ({len(names)} of {len(labels)}).")
+    found = [(m, t.detectable) for m, t in result.ties.items() if t.detectable is not None]
+    if found:
+        metric, x = found[0]
+        lines.append(f"With {len(labels)} runs over {result.queries} queries, a difference smaller than about "
+                     f"{x:.4f} in {metric} between two of them is unlikely to be detected (80% power) once every pair "
+                     "is compared: compare fewer candidates, use `--correction bh` where a false discovery rate will "
+                     "do, or label more queries (an LLM's labels, checked by a person).")
+    return lines
 
 
 def _context(r: CandidateResult) -> dict[str, Any]:
@@ -214,7 +289,8 @@ def _page_json(result: Comparison, r: CandidateResult) -> dict[str, Any]:
         "better": r.better,
         "gate": {"metrics": result.gate, "alpha": result.alpha, "max_drop": result.max_drop,
                  "untested": r.untested, "correction": result.correction, "tests": tests,
-                 "p_adjusted": r.p_adjusted, "notes": result.gate_notes},
+                 "p_adjusted": r.p_adjusted, "notes": result.gate_notes,
+                 "non_inferiority": result.non_inferiority, "lines": _gate_lines(r)},
         "detectable": [d.as_dict() for d in result.detectable],
         "verdict": r.verdict,
         "regressions": r.regressions,
@@ -230,8 +306,7 @@ def _changes(result: CandidateResult) -> str:
 
 
 def _reason(r: CandidateResult, result: Comparison) -> str:
-    return verdict_reason(result.gate, {s.metric: s for s in r.overall}, r.p_adjusted, result.alpha, r.traded,
-                          r.costs)
+    return verdict_reason(result.gate, {s.metric: s for s in r.overall}, r.traded, r.costs)
 
 
 def _adjusted(p: float | None) -> str:
@@ -242,15 +317,14 @@ def _table_markdown(result: Comparison) -> str:
     """Several candidates as Markdown: one row per candidate and gated metric, then categories and power."""
     b = result.baseline
     corrected = correction_text(result.correction, result.tests)
-    mark = "p" if result.correction == "none" else "corrected p"
     lines = [
         f"## groundkit compare: {markdown_code(b.label)} against {len(result.candidates)} candidates",
         "",
         f"Paired over {result.queries} answerable queries (same judgments, hash "
-        f"`{short_hash(b.metadata['judgments_hash'])}`). 95% CI: paired bootstrap; p: paired randomization test; "
-        f"{RESAMPLES:,} resamples each, seed {SEED}. Gated metrics: {', '.join(result.gate)}; their p-values are "
-        f"{corrected} ({len(result.candidates)} candidates x {len(result.gate)} "
-        f"{'metric' if len(result.gate) == 1 else 'metrics'}), and `*` marks {mark} < {result.alpha}.",
+        f"`{short_hash(b.metadata['judgments_hash'])}`). {CI_LEGEND} p: paired randomization test; "
+        f"{RESAMPLES:,} resamples each, seed {SEED}. Gated metrics: {', '.join(result.gate)}; their p-values and "
+        f"CIs are {corrected} ({len(result.candidates)} candidates x {len(result.gate)} "
+        f"{'metric' if len(result.gate) == 1 else 'metrics'}).",
         EFFECT_LEGEND,
         "",
     ]
@@ -263,33 +337,34 @@ def _table_markdown(result: Comparison) -> str:
     if changed_corpus:
         lines += [f"**Corpus changed** (`--allow-corpus-change`) for {', '.join(changed_corpus)}: the same "
                   "judgments were scored over other documents.", ""]
-    lines += ["| candidate | changes | metric | baseline | candidate | delta | 95% CI | p | corrected p | d_z "
-              "| W/T/L |", "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
+    lines += ["| candidate | changes | metric | baseline | candidate | delta | CI (decides) | raw 95% CI | p "
+              "| corrected p | d_z | W/T/L |",
+              "| --- | --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
     for r in result.candidates:
         for s in (r.stat(m) for m in result.gate):
             m = s.metric
-            p = r.p_adjusted[m]
-            star = " *" if p is not None and p < result.alpha else ""
-            interval, raw = interval_cells(s)
+            interval, raw, p = interval_cells(s)
             lines.append(f"| {markdown_code(r.side.label)} | {markdown_text(_changes(r))} | {m} | "
                          f"{number_text(s.baseline, m)} | "
-                         f"{number_text(s.candidate, m)} | {signed_text(s.delta, m)}{star} | {interval} | {raw} | "
-                         f"{_adjusted(p)} | {effect_text(s)} | {counts_text(s)} |")
+                         f"{number_text(s.candidate, m)} | {signed_text(s.delta, m)}{mark(s)} | {interval} | {raw} | "
+                         f"{p} | {_adjusted(r.p_adjusted[m])} | {effect_text(s)} | {counts_text(s)} |")
     lines += ["", "### Per category", "",
-              "The p-values here are each for one test, uncorrected: they point at where a change comes from, "
+              f"Each row here is one test at {result.alpha}, uncorrected: they point at where a change comes from, "
               "they do not decide.", "",
-              "| candidate | category | n | metric | delta | 95% CI | p | d_z | W/T/L |",
-              "| --- | --- | ---: | --- | ---: | --- | ---: | ---: | ---: |"]
+              "| candidate | category | n | metric | delta | CI (decides) | raw 95% CI | p | d_z | W/T/L |",
+              "| --- | --- | ---: | --- | ---: | --- | --- | ---: | ---: | ---: |"]
     for r in result.candidates:
         for category, stats in r.categories(result.gate).items():
             for s in stats:
-                interval, raw = interval_cells(s)
+                interval, raw, p = interval_cells(s)
                 lines.append(f"| {markdown_code(r.side.label)} | {markdown_text(category)} | {s.queries} | "
                              f"{s.metric} | "
-                             f"{signed_text(s.delta, s.metric)} | {interval} | {raw} | {effect_text(s)} | "
-                             f"{counts_text(s)} |")
+                             f"{signed_text(s.delta, s.metric)}{mark(s)} | {interval} | {raw} | {p} | "
+                             f"{effect_text(s)} | {counts_text(s)} |")
     lines.append("")
     lines += detectable_lines(result.detectable, result.alpha)
+    ties = tie_lines(result, markdown_code)
+    lines += [*ties, ""] if ties else []
     if result.left_out:
         left_out = "; ".join(f"{markdown_text(name)}: {why}" for name, why in result.left_out)
         lines += [f"Left out of `--experiments`: {left_out}.", ""]
@@ -299,21 +374,21 @@ def _table_markdown(result: Comparison) -> str:
     for r in result.candidates:
         lines.append(f"- {markdown_code(r.side.label)} ({markdown_text(_changes(r))}): **{r.verdict}**, "
                      f"{_reason(r, result)}.")
-    regressed = [f"{markdown_code(r.side.label)} ({', '.join(r.regressions)})" for r in result.candidates
-                 if r.regressions]
-    if regressed:
-        lines.append(f"Regression beyond the allowed drop of {result.max_drop}: {'; '.join(regressed)}.")
+    lines += [f"{'Passed' if g.passed else '**Failed**'}: {g.metric} ({markdown_code(r.side.label)}), rule {g.rule}: "
+              f"{g.text}." for r in result.candidates for g in r.gate_lines]
     lines += [f"Note: {note}." for note in result.gate_notes]
     return "\n".join(lines) + "\n"
 
 
 def _table_json(result: Comparison) -> dict[str, Any]:
+    labels = [result.baseline.label, *(r.side.label for r in result.candidates)]
     return {
         "baseline": result.baseline.label,
         "judgments_hash": result.baseline.metadata["judgments_hash"],
         "method": METHOD,
         "gate": {"metrics": result.gate, "alpha": result.alpha, "max_drop": result.max_drop,
-                 "correction": result.correction, "tests": result.tests, "notes": result.gate_notes},
+                 "correction": result.correction, "tests": result.tests, "notes": result.gate_notes,
+                 "non_inferiority": result.non_inferiority},
         "candidates": [{
             "candidate": r.side.label,
             "params_changed": r.params_changed,
@@ -323,10 +398,14 @@ def _table_json(result: Comparison) -> dict[str, Any]:
             "verdict": r.verdict,
             "regressions": r.regressions,
             "untested": r.untested,
+            "gate_lines": _gate_lines(r),
             "context": _context(r),
             **({"two_label_sets": r.ppi} if r.ppi is not None else {}),
         } for r in result.candidates],
         "detectable": [d.as_dict() for d in result.detectable],
         "left_out": [{"experiment": name, "reason": why} for name, why in result.left_out],
+        "tied_with_best": {m: {"best": labels[t.best], "tied": [labels[i] for i in t.tied],
+                               "constant": None if math.isinf(t.constant) else t.constant,
+                               "detectable": t.detectable} for m, t in result.ties.items()},
         "verdict": result.verdict,
     }

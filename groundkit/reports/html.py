@@ -75,8 +75,9 @@ def _higher_is_better(metric: str) -> bool:
 
 
 def _metrics_table(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alpha: float) -> str:
-    head = ("<tr><th>metric</th><th>baseline</th><th>run</th><th>delta</th><th>95% CI of the delta</th>"
-            "<th>p</th></tr>" if has_base else "<tr><th>metric</th><th>mean</th><th>95% CI of the mean</th></tr>")
+    head = ("<tr><th>metric</th><th>baseline</th><th>run</th><th>delta</th><th>CI of the delta (decides)</th>"
+            "<th>raw 95% CI (bootstrap)</th><th>p</th></tr>" if has_base
+            else "<tr><th>metric</th><th>mean</th><th>95% CI of the mean</th></tr>")
     body = []
     for row in rows:
         m = row["metric"]
@@ -86,11 +87,12 @@ def _metrics_table(rows: list[dict[str, Any]], headline: list[str], has_base: bo
         if has_base:
             p = "n/a" if row["p"] is None else f"{row['p']:.4f}"
             mark = ""
-            if row["p"] is not None and row["p"] < alpha and row["delta"] and _higher_is_better(m):
+            if row["significant"] and row["delta"] and _higher_is_better(m):
                 mark = ' class="better"' if row["delta"] > 0 else ' class="worse"'
+            star = " *" if row["significant"] else ""
             body.append(f"<tr{cls}><td>{escape_html(m)}</td><td>{_number(row['baseline'], m)}</td>"
-                        f"<td>{_number(row['run'], m)}</td><td{mark}>{_number(row['delta'], m, True)}</td>"
-                        f"<td>{ci}</td><td>{p}</td></tr>")
+                        f"<td>{_number(row['run'], m)}</td><td{mark}>{_number(row['delta'], m, True)}{star}</td>"
+                        f"<td>{escape_html(row['decides'])}</td><td>raw {ci}</td><td>{p}</td></tr>")
         else:
             body.append(f"<tr{cls}><td>{escape_html(m)}</td><td>{_number(row['run'], m)}</td><td>{ci}</td></tr>")
     return f'<table class="metrics"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
@@ -103,11 +105,10 @@ def _cards(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alph
         row = by_metric[m]
         detail = ""
         if has_base:
-            ci = "" if row["ci"] is None else \
-                f" (95% CI {_number(row['ci'][0], m, True)} to {_number(row['ci'][1], m, True)})"
+            ci = f" (CI {escape_html(row['decides'])})"
             p = "" if row["p"] is None else f", p = {row['p']:.4f}"
             mark = ""
-            if row["p"] is not None and row["p"] < alpha and row["delta"] and _higher_is_better(m):
+            if row["significant"] and row["delta"] and _higher_is_better(m):
                 mark = " better" if row["delta"] > 0 else " worse"
             detail = f'<div class="delta{mark}">{_number(row["delta"], m, True)} vs baseline{ci}{p}</div>'
         elif row["ci"] is not None:
@@ -126,11 +127,12 @@ def _verdict(comparison: Comparison | None, side: Side, gate: list[str] | None, 
         (only,) = comparison.candidates
         stats = {s.metric: s for s in only.overall}
         judged = ", ".join(comparison.gate) or "nothing (no gated metric)"
-        reason = verdict_reason(comparison.gate, stats, only.p_adjusted, alpha, only.traded, only.costs)
+        reason = verdict_reason(comparison.gate, stats, only.traded, only.costs)
         cls = VERDICT_CLASSES.get(only.verdict, "neutral")
         verdict = (f'<p class="verdict {cls}" id="verdict">Verdict: <strong>{escape_html(only.verdict)}'
                    f"</strong>: {escape_html(reason)}.</p><p class=\"method\">Judged by {escape_html(judged)}, "
-                   f"p {escape_html(comparison.correction)}-corrected over them, alpha {alpha}; as "
+                   f"p and CIs {escape_html(comparison.correction)}-corrected over them, alpha {alpha}; a row is "
+                   "marked exactly when its CI (the paired sign-flip test inverted) excludes 0; as "
                    "<code>groundkit compare</code> decides it (<code>--metric</code> and <code>--alpha</code> "
                    "choose).</p>")
         verdict += "".join(f'<p class="note">{escape_html(n)}</p>' for n in comparison.gate_notes)

@@ -20,6 +20,7 @@ import numpy as np
 
 from groundkit.corpus.passage import Passage
 from groundkit.reports.compare import Comparison
+from groundkit.reports.compare_text import decided_text
 from groundkit.reports.evidence import Evidence, locate, mismatch
 from groundkit.reports.sides import NO_ANSWER, Side, read_side
 from groundkit.reports.stats import mean_intervals
@@ -141,7 +142,8 @@ def headline_names(side: Side) -> list[str]:
 def stat_rows(run: Input, base: Input | None, comparison: Comparison | None) -> list[dict[str, Any]]:
     if comparison is not None:
         return [{"metric": s.metric, "baseline": s.baseline, "run": s.candidate, "delta": s.delta,
-                 "ci": None if s.ci_low is None else [s.ci_low, s.ci_high], "p": s.p_value}
+                 "ci": None if s.ci_low is None else [s.ci_low, s.ci_high], "p": s.p_value,
+                 "decides": decided_text(s), "significant": s.significant}
                 for s in comparison.candidates[0].overall]
     side = run.side
     values = side.per_query.values[answerable_rows(side)].T

@@ -25,11 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from groundkit.corpus.chunking.kinds import ChunkerKind
 from groundkit.corpus.chunking.kinds import parse as parse_chunker
 from groundkit.errors import CompareError, MeasureError, SweepError
 from groundkit.reports.compare import answerable_ids, check_alpha, check_correction, metric_matrix
 from groundkit.reports.compare import rows_of as side_rows
+from groundkit.reports.inference import MIN_QUERIES, TOO_FEW, tied_with_best
 from groundkit.reports.sides import Side, read_side
 from groundkit.reports.stats import adjust_p_values, mean_intervals, paired_stats
 from groundkit.reports.sweep import dvc_exp_show, experiment_rows, git_run_json
@@ -114,6 +117,8 @@ class BudgetAnswer:
     ci: tuple[float | None, float | None] = (None, None)
     p_value: float | None = None
     p_adjusted: float | None = None
+    tied: list[Point] = field(default_factory=list)
+    detectable: float | None = None
 
 
 @dataclass
@@ -227,7 +232,8 @@ def sweep_view(cwd: Path, *, quality: str = DEFAULT_QUALITY, budget_measure: str
     by_overlap: dict[float, list[Config]] = {}
     for config in configs:
         by_overlap.setdefault(_min_overlap(config.side), []).append(config)
-    groups = [_group(overlap, members, ids, quality, cost, budgets) for overlap, members in sorted(by_overlap.items())]
+    groups = [_group(overlap, members, ids, quality, cost, budgets, alpha)
+              for overlap, members in sorted(by_overlap.items())]
     tests = [a for g in groups for a in g.answers if a.p_value is not None]
     for answer, p in zip(tests, adjust_p_values([a.p_value for a in tests], correction), strict=True):
         answer.p_adjusted = p
@@ -252,7 +258,7 @@ def _at_budget(name: str, measure: str) -> bool:
 
 
 def _group(overlap: float, configs: list[Config], ids: list[str], quality: str, cost: str,
-           budgets: list[str]) -> Group:
+           budgets: list[str], alpha: float = 0.05) -> Group:
     metrics = [quality, cost, *budgets]
     values = {c.name: metric_matrix(c.side, side_rows(c.side, ids), metrics) for c in configs}
     points = []
@@ -269,6 +275,10 @@ def _group(overlap: float, configs: list[Config], ids: list[str], quality: str, 
         ranked = sorted(points, key=lambda p: (-p.budgets[metric][0], p.config.label))
         best, runner = ranked[0], (ranked[1] if len(ranked) > 1 else None)
         answer = BudgetAnswer(metric, best, runner)
+        order = sorted(points, key=lambda p: p.config.label)  # tied_with_best takes the first of equal means
+        ties = tied_with_best(np.stack([values[p.config.name][2 + j] for p in order]), alpha)
+        answer.tied = [order[i] for i in ties.tied]
+        answer.detectable = ties.detectable
         if runner is not None:
             low, high, p = paired_stats(values[runner.config.name][2 + j], values[best.config.name][2 + j])
             answer.delta = best.budgets[metric][0] - runner.budgets[metric][0]
@@ -325,23 +335,36 @@ def render_text(view: SweepView) -> str:
             cells = [cell.ljust(w) if i in left else cell.rjust(w)
                      for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
             lines.append("  ".join(cells).rstrip())
-        corrected = {"holm": "Holm-corrected", "bh": "Benjamini-Hochberg-corrected", "none": "uncorrected"}
         lines.append("")
-        lines += _wrap(f"Best at each budget (by {budgets[0].split('@')[0] if budgets else 'budget'}; the "
-                       "difference to the runner-up paired over the queries, p "
-                       f"{corrected[view.correction]} over every budget answered, alpha {view.alpha}):")
+        lines += _wrap(f"Best at each budget (by {budgets[0].split('@')[0] if budgets else 'budget'}), and every "
+                       "configuration statistically tied with it: none significantly below another, by multiple "
+                       f"comparison with the best (Hsu's MCB over every pair, paired over the queries, alpha "
+                       f"{view.alpha}):")
         for a in group.answers:
             value, low, high = a.best.budgets[a.metric]
             lines += _wrap(f"{a.metric}: {a.best.config.label}, {_n(value, a.metric)} {_ci((low, high), a.metric)}",
                            "  ")
             if a.runner_up is None:
                 lines += _wrap("the only configuration", "    ")
-                continue
-            significant = a.p_adjusted is not None and a.p_adjusted < view.alpha
-            verdict = "significant" if significant else "not significant: the sweep cannot tell them apart"
-            lines += _wrap(f"runner-up {a.runner_up.config.label}, {_n(a.runner_up.budgets[a.metric][0], a.metric)}; "
-                           f"difference {_n(a.delta, a.metric, True)} {_ci(a.ci, a.metric, True)}, p "
-                           f"{_p(a.p_adjusted)}: {verdict}", "    ")
+            elif view.queries < MIN_QUERIES:
+                lines += _wrap(f"no tie or difference claimed: {TOO_FEW}", "    ")
+            elif len(a.tied) == 1:
+                lines += _wrap("alone best: significantly above every other configuration", "    ")
+            elif len(a.tied) == len(group.points):
+                lines += _wrap(f"tied with the best: all {len(a.tied)}; the sweep cannot tell them apart", "    ")
+            else:
+                lines += _wrap(f"tied with the best ({len(a.tied)} of {len(group.points)}): "
+                               + ", ".join(p.config.label for p in a.tied), "    ")
+        detectable = [(a.metric, a.detectable) for a in group.answers if a.detectable is not None]
+        if detectable:
+            metric, x = detectable[0]
+            lines.append("")
+            lines += _wrap(f"With {len(group.points)} configurations over {view.queries} queries, a difference "
+                           f"smaller than about {_n(x, metric)} in {metric} between two of them is unlikely to be "
+                           "detected (80% power) once every pair is compared. To see smaller ones: compare fewer "
+                           "configurations (the few you would choose between, with groundkit compare --correction bh "
+                           "where a false discovery rate will do), or label more queries (an LLM's labels, checked "
+                           "by a person).")
     return "\n".join(lines) + "\n"
 
 

@@ -115,7 +115,8 @@ def test_the_header_gives_the_verdict_and_what_the_judgments_can_detect(page, sw
     expected = compare(read_side("HEAD", cwd=sweep_clone.repo), read_side("s400", cwd=sweep_clone.repo))
     page.open(comparison.as_uri())
     verdict = page.evaluate("document.querySelector('header #verdict').innerText")
-    assert verdict.startswith(f"Verdict: {expected.verdict}:") and expected.verdict == "mixed"
+    # Issue 41: nDCG@10 fell only with a significant cut in the context read, which is now "traded" (it was "mixed").
+    assert verdict.startswith(f"Verdict: {expected.verdict}:") and expected.verdict == "traded"
     mde = page.evaluate("document.querySelector('header #mde').innerText")
     for d in (d for d in expected.detectable if d.category == ALL):
         assert f"{d.mde:.4f} in {d.metric}" in mde
@@ -135,7 +136,8 @@ def test_report_metric_and_alpha_choose_the_verdict(sweep_clone, tmp_path):
     finally:
         os.chdir(cwd)
     page = out.read_text(encoding="utf-8")
-    assert "Judged by mrr, p holm-corrected over them, alpha 0.01" in page
+    # Issue 41: the p-values and the intervals that decide are corrected together, and the page says both.
+    assert "Judged by mrr, p and CIs holm-corrected over them, alpha 0.01" in page
     assert "in mrr" in page and "in ndcg@10" not in page.split('id="mde"')[1].split("</p>")[0]
 
 

@@ -106,7 +106,8 @@ def test_the_command_prints_within_100_columns_and_writes_the_page_and_the_csv(v
     assert lines[0].startswith("groundkit sweep: 3 configurations of ")
     # The table's header names the params that tell the configurations apart, then the two axes.
     assert any(line.split()[:4] == ["size", "overlap", "ndcg@10", "95%"] and "chars@10" in line for line in lines)
-    assert "coverage@1000chars: " in printed.stdout and "runner-up " in printed.stdout
+    assert "coverage@1000chars: " in printed.stdout and "tied with the best" in printed.stdout
+    assert "is unlikely to be detected (80% power) once every pair is compared" in printed.stdout
     assert "dvc plots show" in printed.stderr and "queued-exp: queued, not run yet" in printed.stderr
     csv = (out / "sweep.csv").read_text(encoding="utf-8").splitlines()
     assert csv[0].split(",")[:8] == ["experiment", "chunk_size", "chunk_overlap", "min_overlap", "ndcg@10",

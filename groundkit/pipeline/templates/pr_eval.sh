@@ -6,12 +6,14 @@
 # Usage: @@script@@ BASE [OUT]
 #   BASE  the revision to compare against, e.g. origin/main (its committed metrics/)
 #   OUT   folder for comment.md, compare.md and report.html (default build/pr-eval)
-# GROUNDKIT_GATE holds compare's gate options (default: none, so compare's own gate: ndcg@10 and
-# coverage@1000chars, a gain bought only with more context is no gain); e.g.
+# The gate is params.yaml's gate section (metrics, max_drop, non_inferiority), which compare reads in
+# the repository; GROUNDKIT_GATE holds compare options that override it (default: none, so the section,
+# else compare's own gate: ndcg@10 and coverage@1000chars, a gain bought only with more context is no gain); e.g.
 #   GROUNDKIT_GATE="--metric ndcg@10,coverage@1000chars --max-drop 0.01"
 #
-# Exit status: 0 no significant regression; 4 a gated metric dropped significantly by more than
-# --max-drop (comment.md and report.html are written all the same); anything else is an error.
+# Exit status: 0 the gate passed; 4 a gated metric fell significantly (not by trade) by more than
+# --max-drop, or a non-inferiority margin was not met (compare.err names the metric and the rule;
+# comment.md and report.html are written all the same); anything else is an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,7 +51,7 @@ groundkit report "$candidate" --baseline "$base" --out "$out/report.html" --forc
     echo "$provenance"
     if [ "$status" -eq 4 ]; then
         echo
-        echo ":x: **Gate failed:** $(grep '^regression:' "$out/compare.err" | sed 's/^regression: //')."
+        echo ":x: **Gate failed:** $(grep '^gate failed: ' "$out/compare.err" | sed 's/^gate failed: //' | paste -sd ';' -)."
     fi
     echo
     # On GitHub the workflow uploads the report; run here, the reader needs the file's place instead.

@@ -19,7 +19,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from groundkit.pipeline.runner import run
     from groundkit.pipeline.stages import METRICS
     from groundkit.scoring.cautions import PREFIX
-    from groundkit.scoring.readout import readout
+    from groundkit.scoring.readout import headline_names, readout
 
     overrides = list(args.set)
     if getattr(args, "queries", None) is not None:
@@ -33,7 +33,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     summary = run(args.corpus, args.judgments, params, args.out, force=args.force, command=args.command,
                   inputs={"the params file": args.params}, warn=warnings.append)
     # The headline is what metrics.json holds, in its order (that of `dvc metrics show`).
-    headline = list(json.loads((Path(args.out) / METRICS.name).read_text(encoding="utf-8")))
+    headline = headline_names(json.loads((Path(args.out) / METRICS.name).read_text(encoding="utf-8")))
     # Every line within TERMINAL_WIDTH columns: a long warning or finding wraps, indented, instead of running on.
     for line in [f"retriever {params.retrieve.retriever}, on the {described(params.execution)}",
                  *readout(summary, headline), f"artifacts written to {args.out}"]:

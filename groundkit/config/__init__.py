@@ -12,7 +12,7 @@ import math
 import re
 import unicodedata
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
@@ -71,20 +71,37 @@ class CorpusParams(_Section):
     Attributes:
         root: The folder of documents; every regular file under it (names starting with ``.`` skipped) that the
             patterns select is a document.
-        judgments: The judgments file (JSONL), one judgment a line.
+        judgments: The judgments file (JSONL), one judgment a line: a person's judgments only.
+        machine_judgments: The machine judgments file (``groundkit judgments judge`` or ``propose``), or
+            ``null``. When set, every machine-judged query is scored under the judge's labels and, where
+            ``judgments`` holds a person's judgment of the same query, under theirs too: metrics.json then
+            carries the prediction-powered estimate of each headline metric (docs/ppi.md). dvc.yaml passes
+            the file to its stages only where it was rendered for a params.yaml naming it (``groundkit init
+            --upgrade``).
         include: Glob patterns, written as in ``.gitignore``, of the files to read (empty: every file).
         exclude: Glob patterns of the files to leave out, e.g. ``['*.pdf', 'drafts/**']``.
     """
 
     root: str = "evals/corpus"
     judgments: str = "evals/judgments.jsonl"
+    machine_judgments: str | None = None
     include: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
 
-    @field_validator("root", "judgments")
+    @field_validator("root", "judgments", "machine_judgments")
     @classmethod
-    def _quotable(cls, value: str, info: ValidationInfo) -> str:
-        return _quotable_path(value, f"corpus.{info.field_name}")
+    def _quotable(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else _quotable_path(value, f"corpus.{info.field_name}")
+
+    @model_validator(mode="after")
+    def _two_files(self) -> CorpusParams:
+        if self.machine_judgments is not None and \
+                PurePosixPath(self.machine_judgments) == PurePosixPath(self.judgments):
+            raise FixableValueError("machine_judgments names the same file as judgments: a person's judgments "
+                                    "and a judge's are kept in two files, so no machine label becomes a person's",
+                                    "point corpus.machine_judgments at the file groundkit judgments judge wrote "
+                                    "(--out), or set it to null")
+        return self
 
     @field_validator("include", "exclude")
     @classmethod

@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from groundkit.artifacts.models import StrictRecord
-from groundkit.corpus.judgments import Category, GoldSpan, Judgment
+from groundkit.corpus.judgments import Category, GoldSpan, Judgment, Sample
 from groundkit.corpus.passage import (
     LISTED,
     Document,
@@ -67,6 +67,9 @@ class ResolvedJudgment(StrictRecord):
     category: Category
     spans: list[ResolvedSpan]
     exclude_documents: list[str] = Field(default_factory=list, exclude_if=_is_empty)
+    sample: Sample | None = Field(default=None, exclude_if=lambda value: value is None)
+    """A person's judgment drawn by ``groundkit judgments sample``: the drawing's record (the intervals of two
+    label sets assume one); absent from the line otherwise."""
 
 
 def resolve_gold_span(
@@ -181,7 +184,7 @@ def resolve_judgments(
         if not broken:
             resolved.append(ResolvedJudgment(query_id=judgment.query_id, query=judgment.query,
                                              category=judgment.category, spans=spans,
-                                             exclude_documents=judgment.exclude_documents))
+                                             exclude_documents=judgment.exclude_documents, sample=judgment.sample))
     if broken:
         raise _unresolved(broken, judgments_path, corpus_root)
     return resolved

@@ -156,8 +156,10 @@ def init(root: Path, request: Request, version: str) -> Outcome:
         raise RepositoryError(corpus, "is not a folder of this repository", fix="name the folder holding your "
                               "documents, relative to the repository root (--corpus)")
     code = _code(root, request, record)
+    # A params.yaml that names machine judgments gets stages that read them (an upgrade re-renders for it).
+    machine = request.upgrade and dvc_yaml.names_machine_judgments(root / PARAMS)
     files = {
-        DVC_YAML: dvc_yaml.render(layout=dvc_yaml.installed(version, code)),
+        DVC_YAML: dvc_yaml.render(layout=dvc_yaml.installed(version, code, machine_judgments=machine)),
         PARAMS: params_text(corpus, judgments, run=judgments),
         WORKFLOW: workflow_text(install_command(version), SCRIPT),
         SCRIPT: script_text(SCRIPT),

@@ -17,7 +17,7 @@ from typing import Any
 
 from groundkit.console.guard import guarded
 from groundkit.errors import OutputError
-from groundkit.pipeline.stages import ENTRY, STAGES, Artifact, Output, ParamPath, Stage
+from groundkit.pipeline.stages import ENTRY, STAGES, Artifact, Input, Output, ParamPath, Stage
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository this module lies in."""
@@ -91,10 +91,19 @@ class Layout:
             groundkit file (the version on their command line stands for the code).
         code: The repository's own code (a ``python:`` retriever's files or folders) that the stages
             importing it depend on (installed layout only).
+        machine_judgments: Whether params.yaml names ``corpus.machine_judgments``: only then do the stages
+            that read the optional inputs get them on their command line and as dependencies (DVC cannot
+            make a dependency conditional; groundkit/pipeline/entry.py refuses a params.yaml and a dvc.yaml
+            that disagree).
     """
 
     version: str | None = None
     code: tuple[str, ...] = ()
+    machine_judgments: bool = False
+
+    def passes(self, port: Input) -> bool:
+        """Whether the rendered stage is handed ``port`` (an optional input only where params.yaml sets it)."""
+        return not port.optional or self.machine_judgments
 
     @property
     def installed(self) -> bool:
@@ -143,16 +152,16 @@ def command(stage: Stage, layout: Layout = OWN) -> str:
     for port in (*stage.inputs, *stage.outputs):
         if isinstance(port, Output):
             words.append(f"{port.option} {port.artifact.path}")
-        elif port.option is not None:
+        elif port.option is not None and layout.passes(port):
             words.append(f"{port.option} {_value(port.source)}")
     words += [f"--set '{key}=${{{key}}}'" for key in stage.sets]
     return " ".join(words)
 
 
-def _data_deps(stage: Stage) -> list[str]:
+def _data_deps(stage: Stage, layout: Layout) -> list[str]:
     deps: list[str] = []
     for port in stage.inputs:
-        if not port.dvc:
+        if not port.dvc or not layout.passes(port):
             continue
         source = port.source
         deps += [source.template] if isinstance(source, ParamPath) else list(source.files)
@@ -162,7 +171,7 @@ def _data_deps(stage: Stage) -> list[str]:
 def stage_document(stage: Stage, layout: Layout = OWN) -> dict[str, Any]:
     """The stage as DVC reads it from dvc.yaml (what ``yaml.safe_load`` gives for it)."""
     document: dict[str, Any] = {"desc": stage.about, "cmd": command(stage, layout)}
-    deps = [*code_deps(stage, layout), *_data_deps(stage)]
+    deps = [*code_deps(stage, layout), *_data_deps(stage, layout)]
     if deps:
         document["deps"] = deps
     if stage.params:
@@ -234,9 +243,16 @@ def render(layout: Layout = OWN) -> str:
     return f"{header}stages:\n{body}\n\n{TOP_PLOTS}"
 
 
-def installed(version: str, code: Sequence[str] = ()) -> Layout:
+def installed(version: str, code: Sequence[str] = (), machine_judgments: bool = False) -> Layout:
     """The layout of a repository set up by ``groundkit init`` for groundkit ``version``."""
-    return Layout(version=version, code=tuple(code))
+    return Layout(version=version, code=tuple(code), machine_judgments=machine_judgments)
+
+
+def names_machine_judgments(params_file: Path) -> bool:
+    """Whether the params file sets ``corpus.machine_judgments`` (a missing file sets nothing)."""
+    from groundkit.config import load_params
+
+    return params_file.is_file() and load_params(params_file).corpus.machine_judgments is not None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="write dvc.yaml instead of printing it")
     parser.add_argument("--root", type=Path, default=ROOT, help="the repository (default: the one holding groundkit)")
     args = parser.parse_args(argv)
-    text = render()
+    text = render(Layout(machine_judgments=names_machine_judgments(args.root / "params.yaml")))
     if args.write:
         target = args.root / "dvc.yaml"
         if target.is_file() and target.read_text(encoding="utf-8") != text and _edited(target):

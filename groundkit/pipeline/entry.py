@@ -20,12 +20,12 @@ import argparse
 import importlib
 import importlib.machinery
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groundkit.errors import RepositoryError
-from groundkit.pipeline.stages import BY_NAME, STAGES, Artifact, Output, ParamPath
+from groundkit.pipeline.stages import BY_NAME, STAGES, Artifact, Output, ParamPath, Stage
 
 if TYPE_CHECKING:
     from groundkit.config import Params
@@ -54,7 +54,9 @@ def _parser(installed: bool) -> argparse.ArgumentParser:
             elif port.option is not None:
                 source = port.source
                 about = source.about if not isinstance(source, ParamPath) else f"the path in {source.key}"
-                command.add_argument(port.option, required=True, help=about)
+                if port.optional:
+                    about += " (where params.yaml names one; dvc.yaml passes it only then)"
+                command.add_argument(port.option, required=not port.optional, help=about)
         if stage.sets:
             command.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                                  help=f"params overrides (dvc.yaml passes {', '.join(stage.sets)})")
@@ -73,7 +75,9 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
     for port in (*stage.inputs, *stage.outputs):
         if port.option is not None:
             key = port.artifact if isinstance(port, Output) else port.source
-            given[key] = getattr(args, port.option.removeprefix("--").replace("-", "_"))
+            value = getattr(args, port.option.removeprefix("--").replace("-", "_"))
+            if value is not None:
+                given[key] = value
     params, store = None, None
     if stage.reads_params:  # pydantic, YAML and the store cost a stage about a tenth of a second to import
         from groundkit.config import load_params
@@ -87,6 +91,7 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
             load_params(args.params, stage.overrides(given))
         params = load_params(args.params, [*repeated, *stage.overrides(given)])
         metrics_of(params)  # a metric no measure writes fails the first stage that reads params, not the score one
+        check_optional_inputs(stage, params, given, installed)
         store = Store()
     code = _declared(args.code) if installed else None
     guards = code is not None and stage.code == "imports"
@@ -100,6 +105,29 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
         check_modules_declared(code)
     print(step.summary(result, params), file=sys.stderr)
     return 0
+
+
+def check_optional_inputs(stage: Stage, params: Params, given: Mapping[object, str], installed: bool) -> None:
+    """Refuse a params.yaml that names an optional input (``corpus.machine_judgments``) dvc.yaml does not pass,
+    or the other way round: DVC would not re-run the stage when that file changed, or would hand over a file
+    params.yaml no longer names."""
+    for port in stage.inputs:
+        source = port.source
+        if not (port.optional and isinstance(source, ParamPath)):
+            continue
+        section, _, key = source.key.partition(".")
+        named = getattr(getattr(params, section), key)
+        if (named is None) == (source not in given):
+            continue
+        render = UPGRADE if installed else "python -m groundkit.pipeline.dvc_yaml --write"
+        if named is not None:
+            raise RepositoryError(
+                "dvc.yaml", f"does not pass {source.key} ({named!r} in params.yaml) to the {stage.name} stage: DVC "
+                "would not re-run the pipeline when that file changed, and the scores would not be its own",
+                fix=f"render dvc.yaml again for this params.yaml (`{render}`), commit it, and run again")
+        raise RepositoryError(
+            "dvc.yaml", f"passes {source.key} to the {stage.name} stage, but params.yaml sets none",
+            fix=f"render dvc.yaml again for this params.yaml (`{render}`), or name the file in {source.key}")
 
 
 def check_version(rendered_for: str) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from groundkit.artifacts.outputs import output_folder
 from groundkit.config import Params
+from groundkit.errors import JudgmentsError
 from groundkit.inputs.text import terminal_lines
 from groundkit.pipeline.collector import fewer_collections
 from groundkit.pipeline.stages import (
@@ -24,6 +25,7 @@ from groundkit.pipeline.stages import (
     CHUNKS,
     CORPUS_ROOT,
     JUDGMENTS,
+    MACHINE_JUDGMENTS,
     METRICS,
     REPORT,
     STAGES,
@@ -33,7 +35,7 @@ from groundkit.pipeline.stages import (
 )
 from groundkit.pipeline.store import RunStore
 from groundkit.retrieval.kinds import Need
-from groundkit.scoring.cautions import PREFIX, unanswered, unreachable
+from groundkit.scoring.cautions import PREFIX, two_labels, unanswered, unreachable
 from groundkit.scoring.measures import metrics_of
 
 __all__ = ["ARTIFACTS", "QUERIES_FILE", "RANKING_ARTIFACTS", "rank_queries", "run"]
@@ -73,9 +75,19 @@ def run(
                                              **(inputs or {})}
     if Need.RUN_FILE in params.retrieve.kind.needs:
         sources["the run file"] = params.retrieve.run
+    if params.corpus.machine_judgments is not None:
+        if Path(params.corpus.machine_judgments).resolve() == judgments.resolve():
+            raise JudgmentsError(judgments, "is also corpus.machine_judgments: a person's judgments and a judge's "
+                                 "are kept in two files, so no machine label becomes a person's",
+                                 fix="point corpus.machine_judgments at the file groundkit judgments judge wrote "
+                                     "(--out), or leave it unset")
+        sources["the machine judgments file"] = params.corpus.machine_judgments
     with output_folder(out, command=command, artifacts=ARTIFACTS, inputs=sources, force=force) as work:
-        # Every artifact under its own name in the scratch folder; the two inputs where the caller says.
+        # Every artifact under its own name in the scratch folder; the two inputs where the caller says, and the
+        # machine judgments where params name them.
         paths: dict[Artifact | ParamPath, Path] = {CORPUS_ROOT: corpus, JUDGMENTS: judgments}
+        if params.corpus.machine_judgments is not None:
+            paths[MACHINE_JUDGMENTS] = Path(params.corpus.machine_judgments)
         paths.update((output.artifact, work / output.artifact.name) for stage in STAGES for output in stage.outputs)
         # One process: what the steps read and write goes through one store, which hands back what the run
         # itself wrote (groundkit/pipeline/store.py). What the steps made is freed before the collector's
@@ -95,7 +107,7 @@ def run(
                     summary = result
                 del result
             del store
-    warnings += [unanswered(summary), unreachable(summary, params.score.min_overlap)]
+    warnings += [unanswered(summary), unreachable(summary, params.score.min_overlap), *two_labels(summary)]
     for warning in filter(None, warnings):
         (warn or _to_stderr)(warning)
     return summary

@@ -89,6 +89,11 @@ class Input:
             the path is the value of a params key, which the entry point sets from the command line.
         why: Why a dependency-only input is there (a comment in dvc.yaml).
         dvc: False for a path the stage is handed but DVC must not track (see the check-inputs stage).
+        optional: A path params.yaml may leave empty (``corpus.machine_judgments``). DVC cannot make a
+            dependency conditional, so dvc.yaml names it, on the command line and as a dependency, only where
+            it was rendered for a params.yaml that sets it (:class:`~groundkit.pipeline.dvc_yaml.Layout`), and
+            the stage refuses a params.yaml that sets it when dvc.yaml does not hand it over
+            (groundkit/pipeline/entry.py). The step receives None when it is not set.
     """
 
     source: Artifact | ParamPath
@@ -96,6 +101,7 @@ class Input:
     argument: str | None = None
     why: str | None = None
     dvc: bool = True
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,7 +169,10 @@ class Stage:
             if isinstance(port, Output):
                 bound[port.argument] = Path(paths[port.artifact])
             elif port.argument is not None:
-                bound[port.argument] = Path(paths[port.source])
+                path = paths.get(port.source)
+                if path is None and not port.optional:
+                    raise KeyError(port.source)
+                bound[port.argument] = None if path is None else Path(path)
         for argument, section in self.step_params.items():
             bound[argument] = getattr(params, section) if section else params
         return bound
@@ -176,6 +185,7 @@ class Stage:
 
 CORPUS_ROOT = ParamPath("corpus.root")
 JUDGMENTS = ParamPath("corpus.judgments")
+MACHINE_JUDGMENTS = ParamPath("corpus.machine_judgments")
 EXTERNAL_RUN = ParamPath("retrieve.run")
 
 INPUTS = Artifact("build/inputs.json", "the input paths found in this copy of the repository", cache=False)
@@ -183,6 +193,10 @@ VALIDATION = Artifact("build/validation.json", "the judgments' counts and the in
 AUDIT = Artifact("build/audit.json", "the corpus audit (JSON)")
 DOCUMENTS = Artifact("build/documents.jsonl", "the corpus snapshot", sealed=True)
 GOLD_SPANS = Artifact("build/gold_spans.jsonl", "the judgments with every quote resolved to a span", sealed=True)
+MACHINE_SPANS = Artifact("build/machine_spans", "a folder: spans.jsonl, the machine judgments "
+                         "(corpus.machine_judgments) with every quote resolved (empty without them), and its seal")
+MACHINE_SPANS_FILE = "spans.jsonl"
+"""The file inside ``MACHINE_SPANS``: a folder, as ``PASSAGES`` is, because it is empty in most pipelines."""
 SPAN_SOURCES = Artifact("build/span_sources.json", "the SHA-256 of the corpus and judgments the spans were "
                         "resolved from")
 CHUNKS = Artifact("build/chunks.jsonl", "the chunks", sealed=True, persist=True)
@@ -218,6 +232,7 @@ STAGES: tuple[Stage, ...] = (
         step=f"{_STEPS}.check_inputs",
         inputs=(Input(CORPUS_ROOT, "--corpus", "corpus_root", dvc=False),
                 Input(JUDGMENTS, "--judgments", "judgments", dvc=False),
+                Input(MACHINE_JUDGMENTS, "--machine-judgments", "machine_judgments", dvc=False, optional=True),
                 Input(EXTERNAL_RUN, "--run", "run_file", dvc=False)),
         outputs=(Output(INPUTS, "--out", "out_inputs"),),
         params=("corpus", "retrieve.run"),
@@ -234,6 +249,7 @@ STAGES: tuple[Stage, ...] = (
         about="check the judgments, audit them against the corpus, record the input hashes",
         step=f"{_STEPS}.validate_judgments",
         inputs=(Input(JUDGMENTS, "--judgments", "judgments"), Input(CORPUS_ROOT, "--corpus", "corpus_root"),
+                Input(MACHINE_JUDGMENTS, "--machine-judgments", "machine_judgments", optional=True),
                 Input(INPUTS, why="runs once check-inputs has found every input")),
         outputs=(Output(VALIDATION, "--out", "out_validation"), Output(AUDIT, "--audit-out", "out_audit")),
         params=("corpus", "audit", "tokenize"),
@@ -244,9 +260,12 @@ STAGES: tuple[Stage, ...] = (
         about="snapshot the corpus and resolve every gold quote to one span, before any chunking starts",
         step=f"{_STEPS}.resolve_spans",
         inputs=(Input(CORPUS_ROOT, "--corpus", "corpus_root"), Input(JUDGMENTS, "--judgments", "judgments"),
+                Input(MACHINE_JUDGMENTS, "--machine-judgments", "machine_judgments", optional=True),
                 Input(VALIDATION, "--validation", "validation")),
         outputs=(Output(DOCUMENTS, "--documents-out", "out_documents"),
-                 Output(GOLD_SPANS, "--spans-out", "out_spans"), Output(SPAN_SOURCES, "--sources-out", "out_sources")),
+                 Output(GOLD_SPANS, "--spans-out", "out_spans"),
+                 Output(MACHINE_SPANS, "--machine-spans-out", "out_machine_spans"),
+                 Output(SPAN_SOURCES, "--sources-out", "out_sources")),
         params=("corpus",),
         step_params={"selection": "corpus"},
     ),
@@ -299,7 +318,8 @@ STAGES: tuple[Stage, ...] = (
         step=f"{_STEPS}.retrieve",
         inputs=(Input(CHUNKS, "--chunks", "chunks"), Input(DOCUMENTS, "--documents", "documents"),
                 Input(INDEX, "--index", "index_dir"), Input(EMBEDDINGS, "--embeddings", "embeddings_dir"),
-                Input(GOLD_SPANS, "--spans", "spans"), Input(EXTERNAL_RUN, "--run")),
+                Input(GOLD_SPANS, "--spans", "spans"), Input(MACHINE_SPANS, "--machine-spans", "machine_spans"),
+                Input(EXTERNAL_RUN, "--run")),
         outputs=(Output(RUN, "--out", "out_run"), Output(PASSAGES, "--passages-out", "out_passages")),
         params=("retrieve", *sections_read()),
         step_params={"params": ""},
@@ -315,9 +335,9 @@ STAGES: tuple[Stage, ...] = (
         name="score",
         about="derive chunk-level qrels from the gold spans and score the run",
         step=f"{_STEPS}.score",
-        inputs=(Input(GOLD_SPANS, "--spans", "spans"), Input(SPAN_SOURCES, "--span-sources", "span_sources"),
-                Input(CHUNKS, "--chunks", "chunks"), Input(CHUNKING, "--chunking", "chunking"),
-                Input(RUN, "--run", "run"), Input(PASSAGES, "--passages", "passages"),
+        inputs=(Input(GOLD_SPANS, "--spans", "spans"), Input(MACHINE_SPANS, "--machine-spans", "machine_spans"),
+                Input(SPAN_SOURCES, "--span-sources", "span_sources"), Input(CHUNKS, "--chunks", "chunks"),
+                Input(CHUNKING, "--chunking", "chunking"), Input(RUN, "--run", "run"), Input(PASSAGES, "--passages", "passages"),
                 Input(EXTERNAL_RUN, why="metrics/run.json records the external run file's name and SHA-256")),
         outputs=(Output(QRELS, "--qrels-out", "out_qrels"), Output(METRICS, "--metrics-out", "out_metrics"),
                  Output(DETAIL, "--detail-out", "out_detail"),
@@ -333,8 +353,9 @@ STAGES: tuple[Stage, ...] = (
         step="groundkit.reports.step",  # a reports module: the table names it, no pipeline module imports it
         inputs=(Input(PER_QUERY, "--per-query", "per_query"), Input(RUN_METADATA, "--run-metadata", "run_metadata"),
                 Input(PLOT_DATA, "--plots", "plots"), Input(DOCUMENTS, "--documents", "documents"),
-                Input(GOLD_SPANS, "--spans", "spans"), Input(CHUNKS, "--chunks", "chunks"),
-                Input(RUN, "--run", "run"), Input(PASSAGES, "--passages", "passages")),
+                Input(GOLD_SPANS, "--spans", "spans"), Input(MACHINE_SPANS, "--machine-spans", "machine_spans"),
+                Input(CHUNKS, "--chunks", "chunks"), Input(RUN, "--run", "run"),
+                Input(PASSAGES, "--passages", "passages")),
         outputs=(Output(REPORT, "--out", "out_report"),),
         params=(),
         note="The report of the workspace alone; `groundkit report metrics --baseline main`\n"

@@ -254,6 +254,16 @@ def check_comparable(baseline: Side, candidate: Side, allow_corpus_change: bool)
             "a paired test needs the same queries with the same gold",
             fix="re-run both sides on the same judgments file, or compare their metrics.json by eye",
         )
+    if before.get("machine_judgments_hash") != after.get("machine_judgments_hash"):
+        shown = [short_hash(side["machine_judgments_hash"]) if side.get("machine_judgments_hash") else "none"
+                 for side in (before, after)]
+        raise CompareError(
+            candidate.json_path,
+            f"was scored under other machine judgments than the baseline (machine_judgments_hash {shown[1]}, the "
+            f"baseline's {shown[0]}); the judge's labels of both sides must be the same for a paired test",
+            fix="score both sides with the same corpus.machine_judgments (or neither); to compare two chunkings or "
+                "retrievers, judge the pools of both runs in one `groundkit judgments judge`",
+        )
     corpus_change = None
     if before["corpus_hash"] != after["corpus_hash"]:
         corpus_change = {"baseline": short_hash(before["corpus_hash"]), "candidate": short_hash(after["corpus_hash"])}

@@ -32,7 +32,17 @@ from groundkit.artifacts.seals import seal_path
 from groundkit.corpus.passage import Chunk, Document, Excerpt, Passage, PassageLocator
 from groundkit.corpus.spans import ResolvedJudgment
 from groundkit.errors import GroundkitError
-from groundkit.pipeline.stages import CHUNKS, DOCUMENTS, GOLD_SPANS, PASSAGES, PASSAGES_FILE, RUN, written_by
+from groundkit.pipeline.stages import (
+    CHUNKS,
+    DOCUMENTS,
+    GOLD_SPANS,
+    MACHINE_SPANS,
+    MACHINE_SPANS_FILE,
+    PASSAGES,
+    PASSAGES_FILE,
+    RUN,
+    written_by,
+)
 from groundkit.pipeline.store import Store
 from groundkit.scoring.measures import ANY_OVERLAP, Relevance
 from groundkit.scoring.schema import document_level
@@ -103,12 +113,21 @@ class Evidence:
 
 
 def read_files(documents: Path, spans: Path, chunks: Path, run: Path, passages: Path | None, *,
-               source: str, store: Store | None = None) -> Evidence:
+               source: str, store: Store | None = None, machine_spans: Path | None = None) -> Evidence:
     """Read the artifacts at the given paths (``passages`` is the passages file, None when there is none), through
-    ``store`` (a run's, when the report is a step of it; else the plain one)."""
+    ``store`` (a run's, when the report is a step of it; else the plain one).
+
+    ``machine_spans`` is the machine spans file of a run scored under two label sets (None, or an empty file,
+    for the rest). Its per_query.csv rows are the machine-judged queries under the judge's labels, so those are
+    the judgments the evidence holds: the gold the report shows beside each ranking is the judge's.
+    """
     store = store or Store()
     docs = store.read_models(documents, Document, producer=written_by(DOCUMENTS))
     judgments = store.read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
+    machine = [] if machine_spans is None else store.read_models(machine_spans, ResolvedJudgment,
+                                                                 producer=written_by(MACHINE_SPANS))
+    if machine:
+        judgments = machine
     chunk_list = store.read_models(chunks, Chunk, producer=written_by(CHUNKS))
     by_id: dict[str, Excerpt] = {c.passage_id: c for c in chunk_list}
     own = store.read_models(passages, Excerpt, producer=written_by(PASSAGES)) if passages is not None else []
@@ -131,9 +150,10 @@ def read_folder(folder: Path, *, source: str | None = None) -> Evidence:
     passages = folder / LAYOUT[PASSAGES]
     if not passages.is_file():
         passages = folder / LEGACY_PASSAGES
+    machine = folder / MACHINE_SPANS.name / MACHINE_SPANS_FILE  # absent from folders written before it existed
     return read_files(folder / LAYOUT[DOCUMENTS], folder / LAYOUT[GOLD_SPANS], folder / LAYOUT[CHUNKS],
                       folder / LAYOUT[RUN], passages if passages.is_file() else None,
-                      source=source or str(folder))
+                      source=source or str(folder), machine_spans=machine if machine.is_file() else None)
 
 
 def _missing(folder: Path) -> list[str]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from groundkit.artifacts.atomic import atomic_write_text
 from groundkit.errors import ArtifactError
-from groundkit.pipeline.stages import PASSAGES_FILE, PER_QUERY, RUN_METADATA, written_by
+from groundkit.pipeline.stages import MACHINE_SPANS_FILE, PASSAGES_FILE, PER_QUERY, RUN_METADATA, written_by
 from groundkit.reports.evidence import read_files
 from groundkit.reports.html import render
 from groundkit.reports.page_data import workspace_input
@@ -32,6 +32,7 @@ def run(
     plots: Path,
     documents: Path,
     spans: Path,
+    machine_spans: Path,
     chunks: Path,
     run: Path,
     passages: Path,
@@ -44,7 +45,8 @@ def run(
         raise ArtifactError(run_metadata, f"must lie beside {per_query} as {RUN_METADATA.name}, as the "
                             f"{written_by(PER_QUERY)} stage writes them", fix="keep the score stage's outputs together")
     passages_file = passages / PASSAGES_FILE
-    evidence = read_files(documents, spans, chunks, run, passages_file, source="the run's artifacts", store=store)
+    evidence = read_files(documents, spans, chunks, run, passages_file, source="the run's artifacts", store=store,
+                          machine_spans=machine_spans / MACHINE_SPANS_FILE)
     page = render(workspace_input(per_query, evidence, plots / "budget.csv", LABEL))
     atomic_write_text(out_report, page)
     return len(page.encode("utf-8"))

@@ -50,3 +50,10 @@ def few_chunks(chunks: int, *, depth: int, largest_k: int) -> str | None:
         return (f"the corpus has {chunks} chunks, fewer than retrieve.depth ({depth}): a ranking can hold the whole "
                 "corpus, so deep cut-offs measure little; add documents, or use smaller chunks")
     return None
+
+
+def two_labels(detail: Mapping[str, Any]) -> list[str]:
+    """Under two label sets, what the prediction-powered estimate's reader must know (detail.json's
+    ``ppi.warnings``: labels not drawn at random, too few of them, a judge that agrees poorly); none otherwise."""
+    ppi = detail.get("ppi")
+    return [str(w) for w in ppi.get("warnings", [])] if isinstance(ppi, dict) else []

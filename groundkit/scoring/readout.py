@@ -73,6 +73,23 @@ def _grid(rows: Sequence[tuple[str, Sequence[tuple[str, str]]]], width: int, lab
     return lines
 
 
+def headline_names(metrics: Mapping[str, Any]) -> list[str]:
+    """The headline metrics a metrics.json document holds, in its order: under ``ppi`` with two label sets."""
+    ppi = metrics.get("ppi")
+    return list(ppi) if isinstance(ppi, dict) else list(metrics)
+
+
+def _ppi_grids(ppi: Mapping[str, Any], headline: Sequence[str]) -> list[list[tuple[str, Sequence[tuple[str, str]]]]]:
+    """Two label sets: each headline metric's prediction-powered estimate and 95% interval, what they rest on,
+    and a line saying that every figure after them is the judge's."""
+    figures = ppi.get("metrics", {})
+    cells = [(name, f"{figures[name]['estimate']:.4f} [{figures[name]['ci_low']:.4f}, {figures[name]['ci_high']:.4f}]")
+             for name in headline if name in figures]
+    rests = f"95% intervals (PPI++): {ppi['n']} queries labelled by a person, {ppi['N']} by the judge alone"
+    return [[("ppi", cells)] if cells else [], [("", [("", rests)])],
+            [("judge", [("", "every figure below is under the judge's labels alone: biased by its errors")])]]
+
+
 def readout(detail: Mapping[str, Any], headline: Sequence[str], *, width: int = WIDTH) -> list[str]:
     """The lines that show a run's ``detail`` (the detail.json document): counts, headline, every other figure.
 
@@ -80,6 +97,9 @@ def readout(detail: Mapping[str, Any], headline: Sequence[str], *, width: int = 
         detail: ``answerable`` (the means over answerable queries, and counts), ``no_answer`` (counts).
         headline: The names of the headline figures (metrics.json's), shown first, in this order.
         width: The widest line allowed; a row of figures that would be wider wraps.
+
+    Under two label sets (a ``ppi`` block), the prediction-powered estimates of the headline come first, and
+    every other figure is labelled as the judge's: biased by its errors.
     """
     answerable: Mapping[str, Any] = detail.get("answerable", {})
     no_answer: Mapping[str, Any] = detail.get("no_answer", {})
@@ -94,6 +114,9 @@ def readout(detail: Mapping[str, Any], headline: Sequence[str], *, width: int = 
             stem, cutoff = _family(name)
             families.setdefault(stem, []).append((cutoff, figure(value)))
     grids = [counts]
+    ppi = detail.get("ppi")
+    if isinstance(ppi, Mapping):
+        grids = [grid for grid in _ppi_grids(ppi, headline) if grid] + grids
     if shown:
         grids.append([("headline", [(name, figure(figures[name])) for name in shown])])
     if families:

@@ -69,6 +69,8 @@ class RunMetadata(Record):
     raw file bytes, so they are stable across machines only with LF checkouts
     (``* text=auto eol=lf`` in .gitattributes). ``external_run`` identifies the
     scored file of an external run, and is None (left out of run.json) for the rest.
+    ``machine_judgments_hash`` is the SHA-256 of ``corpus.machine_judgments`` for a run scored under two label
+    sets, None (left out) for the rest.
     """
 
     corpus_hash: str
@@ -76,10 +78,13 @@ class RunMetadata(Record):
     params: dict[str, Any]
     groundkit_version: str
     external_run: ExternalRunFile | None = None
+    machine_judgments_hash: str | None = None
 
     def document(self) -> dict[str, Any]:
-        """The run.json document; without ``external_run`` when there is none, so other runs' files keep their bytes."""
-        return self.model_dump(mode="json", exclude={"external_run"} if self.external_run is None else None)
+        """The run.json document; without ``external_run`` or ``machine_judgments_hash`` when there is none, so
+        other runs' files keep their bytes."""
+        absent = {k for k in ("external_run", "machine_judgments_hash") if getattr(self, k) is None}
+        return self.model_dump(mode="json", exclude=absent or None)
 
 
 class QueryResult(Record):

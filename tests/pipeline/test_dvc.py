@@ -257,3 +257,46 @@ def test_a_number_dvc_exp_run_writes_as_text_stops_the_first_stage_that_reads_it
     assert "Traceback" not in output
     assert tree_digest(reproduced / "build" / "index") == index
     assert json.loads(run(["dvc", "status", "--json"], reproduced).stdout) == {}
+
+
+def test_machine_judgments_through_dvc_equal_the_runner_and_re_run_when_edited(reproduced, tmp_path_factory):
+    """corpus.machine_judgments: refused until dvc.yaml passes it, then a dependency like the person's file."""
+    repo = copy_of(reproduced, tmp_path_factory.mktemp("machine") / "repo")
+    (repo / "labels").mkdir()
+    judge = repo / "labels" / "judge.yaml"
+    judge.write_text("judge:\n  model: python:examples.judge_example:make_judge\n  options: {judgments: "
+                     "evals/judgments.jsonl, false_positive_rate: 0.1, false_negative_rate: 0.1}\n")
+    run(["groundkit", "run", "--corpus", "evals/corpus", "--queries", "evals/judgments.jsonl", "--out", "ranked"],
+        repo)
+    run(["groundkit", "judgments", "judge", "--queries", "evals/judgments.jsonl", "--run", "ranked", "--depth", "5",
+         "--corpus", "evals/corpus", "--out", "labels/machine.jsonl", "--cache", "labels/cache", "--params",
+         "labels/judge.yaml"], repo)
+    lines = (repo / "evals" / "judgments.jsonl").read_text().splitlines(keepends=True)
+    (repo / "labels" / "person.jsonl").write_text("".join(lines[::3]))  # a person's labels for a third
+    data = yaml.safe_load((repo / "params.yaml").read_text())
+    data["corpus"].update(judgments="labels/person.jsonl", machine_judgments="labels/machine.jsonl")
+    (repo / "params.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+    _, refused = repro(repo, check=False)
+    assert refused.returncode != 0
+    assert "does not pass corpus.machine_judgments" in refused.stderr and "Traceback" not in refused.stderr
+    run(["python", "-m", "groundkit.pipeline.dvc_yaml", "--write", "--root", str(repo)], repo)
+    assert {"validate-judgments", "resolve-spans", "retrieve", "score", "report"} <= repro(repo)[0]
+    metrics = json.loads((repo / "metrics" / "metrics.json").read_text())
+    assert list(metrics) == ["ppi"] and set(metrics["ppi"]) == set(data["score"]["headline"])
+    shown = json.loads(run(["dvc", "metrics", "show", "--json"], repo).stdout)
+    assert "ppi" in json.dumps(shown)
+
+    out = repo / "runner"
+    run(["groundkit", "run", "--corpus", "evals/corpus", "--judgments", "labels/person.jsonl", "--params",
+         "params.yaml", "--out", str(out)], repo)
+    for name in ("metrics.json", "per_query.csv", "detail.json", "run.json"):
+        assert (out / name).read_bytes() == (repo / "metrics" / name).read_bytes(), name
+
+    machine = repo / "labels" / "machine.jsonl"
+    machine.write_text("".join(machine.read_text().splitlines(keepends=True)[:-1]))
+    ran = repro(repo)[0]
+    assert {"validate-judgments", "resolve-spans", "retrieve", "score"} <= ran
+    assert not ran & {"chunk", "index", "embed"}
+    assert json.loads((repo / "metrics" / "run.json").read_text())["machine_judgments_hash"] == \
+        hashlib.sha256(machine.read_bytes()).hexdigest()

@@ -23,13 +23,15 @@ if TYPE_CHECKING:
     from groundkit.pipeline.store import Store
 
 
-def run(corpus_root: Path, judgments: Path, run_file: Path, out_inputs: Path, *, store: Store | None,
-        code: Sequence[Path] = ()) -> dict[str, str]:
+def run(corpus_root: Path, judgments: Path, machine_judgments: Path | None, run_file: Path, out_inputs: Path, *,
+        store: Store | None, code: Sequence[Path] = ()) -> dict[str, str]:
     """Check that every input path exists here; record them (the same bytes whenever they are found). Nothing is
     read, so ``store`` goes unused. The stage imports the standard library alone (it reads no params: the
     paths come on its command line), so it starts in a few tens of milliseconds."""
     expected = {"corpus.root": (corpus_root, "folder"), "corpus.judgments": (judgments, "file"),
                 "retrieve.run": (run_file, "file")}
+    if machine_judgments is not None:  # handed over only where params.yaml names one
+        expected["corpus.machine_judgments"] = (machine_judgments, "file")
     missing = [(key, path) for key, (path, kind) in expected.items()
                if not (path.is_dir() if kind == "folder" else path.is_file())]
     here = Path.cwd()

@@ -16,6 +16,8 @@ from groundkit.pipeline.stages import (
     CHUNKS,
     DOCUMENTS,
     GOLD_SPANS,
+    MACHINE_SPANS,
+    MACHINE_SPANS_FILE,
     PASSAGES,
     PASSAGES_FILE,
     RUN_PARAMS_FILE,
@@ -36,6 +38,7 @@ def run(
     index_dir: Path,
     embeddings_dir: Path,
     spans: Path,
+    machine_spans: Path,
     params: Params,
     *,
     out_run: Path,
@@ -47,10 +50,11 @@ def run(
     Writes a TREC run and a folder holding ``passages.jsonl``: the passages ranked that
     are not chunks (an external run's), empty when the chunks are what was ranked, and
     ``params.json``: the params the run was ranked with (see :func:`ranked_with`). A
-    judgment's ``exclude_documents`` leave its ranking here, before the run is written.
+    judgment's ``exclude_documents`` leave its ranking here, before the run is written. The queries are the
+    person's, then those only a judge labelled (``corpus.machine_judgments``), so both label sets score one run.
     """
 
-    judgments = store.read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
+    judgments = queries_of(store, spans, machine_spans)
     sources = Sources(
         chunks=lambda: store.read_models(chunks, Chunk, producer=written_by(CHUNKS)),
         documents=lambda: store.read_models(documents, Document, producer=written_by(DOCUMENTS)),
@@ -78,6 +82,15 @@ def run(
         store.write_provenance(folder / RUN_PARAMS_FILE, ranked_with(params, before))
     store.write_run(out_run, ranked.rankings, kind.run_tag)
     return ranked
+
+
+def queries_of(store: Store, spans: Path, machine_spans: Path) -> list[ResolvedJudgment]:
+    """The judgments whose queries a run ranks: the person's, then each query id only the judge labelled."""
+    judgments = store.read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
+    person = {j.query_id for j in judgments}
+    machine = store.read_models(machine_spans / MACHINE_SPANS_FILE, ResolvedJudgment,
+                                producer=written_by(MACHINE_SPANS))
+    return [*judgments, *(j for j in machine if j.query_id not in person)]
 
 
 def ranked_with(params: Params, run_sha256: str | None) -> Provenance:

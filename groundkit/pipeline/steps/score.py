@@ -21,6 +21,8 @@ from groundkit.pipeline.stages import (
     EMBEDDINGS,
     GOLD_SPANS,
     INDEX,
+    MACHINE_SPANS,
+    MACHINE_SPANS_FILE,
     PASSAGES,
     PASSAGES_FILE,
     RUN,
@@ -32,7 +34,9 @@ from groundkit.pipeline.stages import (
 from groundkit.retrieval.trec import qrels_lines
 from groundkit.scoring.measures import Cutoff, Metric, Relevance, metrics_of
 from groundkit.scoring.schema import ExternalRunFile, QueryResult, RunMetadata
-from groundkit.scoring.score import budget_curve, hit_rate_curve, score_run
+from groundkit.scoring.score import budget_curve, hit_rate_curve, score_run, score_two_label_sets
+from groundkit.scoring.two_labels import LabelSets, estimate
+from groundkit.scoring.two_labels import headline as ppi_headline
 
 if TYPE_CHECKING:
     from groundkit.config import Params, ScoreParams
@@ -42,6 +46,7 @@ if TYPE_CHECKING:
 
 def run(
     spans: Path,
+    machine_spans: Path,
     span_sources: Path,
     chunks: Path,
     chunking: Path,
@@ -64,11 +69,20 @@ def run(
     the params the run was ranked with. Each must equal what this stage reads in params.yaml, which it
     reports: a file edited while the pipeline ran is refused, not credited with numbers it did not make.
 
+    With machine judgments (``corpus.machine_judgments``) every machine-judged query is scored under the
+    judge's labels, and under the person's where they labelled it (per_query.csv's ``human.`` columns). The
+    figures under the judge's labels are biased by its errors, so detail.json marks them, and metrics.json
+    carries each headline metric's prediction-powered estimate instead (groundkit/scoring/two_labels.py).
+
     Returns:
         The detail.json document (every measure, overall and per category).
     """
 
     judgments = store.read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
+    machine = store.read_models(machine_spans / MACHINE_SPANS_FILE, ResolvedJudgment,
+                                producer=written_by(MACHINE_SPANS))
+    person = {j.query_id for j in judgments}
+    asked = [*judgments, *(j for j in machine if j.query_id not in person)]  # what the retrieve stage ranked
     kind = params.retrieve.kind
     # A retriever that ranks chunks ranks the chunks, any of which it could have returned: they are the universe
     # of passages. One that reads a run ranks the run's own passages (passages.jsonl); which others would have
@@ -81,7 +95,7 @@ def run(
                                                         producer=written_by(PASSAGES))
     by_id = {p.passage_id: p for p in ranked_from}
     listed_in = CHUNKS.name if kind.ranks_chunks else PASSAGES_FILE
-    rankings = store.read_run(run, [j.query_id for j in judgments], set(by_id), listed_in=listed_in,
+    rankings = store.read_run(run, [j.query_id for j in asked], set(by_id), listed_in=listed_in,
                         producer=written_by(RUN))
     for query_id, ranking in rankings.items():
         if len(ranking) > params.retrieve.depth:
@@ -105,6 +119,7 @@ def run(
             params=reported,
             groundkit_version=__version__,
             external_run=external_run,
+            machine_judgments_hash=sources.inputs.get("machine_judgments") if machine else None,
         )
     except (KeyError, TypeError, ValueError):
         raise ArtifactError(span_sources, "lacks the input hashes",
@@ -114,9 +129,20 @@ def run(
     relevance = Relevance(params.score.min_overlap)
     # A run without scores reads back from the TREC file with -rank in their place: no score to report.
     top_scores = {q: r[0][1] for q, r in rankings.items() if r} if kind.scores else None
-    result, qrels = score_run(judgments, ranked, by_id, metrics, universe=universe, relevance=relevance,
-                              top_scores=top_scores)
+    if machine:
+        result, qrels = score_two_label_sets(machine, judgments, ranked, by_id, metrics, universe=universe,
+                                             relevance=relevance, top_scores=top_scores)
+    else:
+        result, qrels = score_run(judgments, ranked, by_id, metrics, universe=universe, relevance=relevance,
+                                  top_scores=top_scores)
     summary = result.summary()
+    sets = LabelSets.from_result(result)
+    if sets is not None:
+        # The intervals assume the person's labels were drawn from this very machine judgments file.
+        judged = {m.query_id for m in machine}
+        drawn = all(j.sample is not None and j.sample.of == metadata.machine_judgments_hash
+                    for j in judgments if j.query_id in judged)
+        summary = {"labels": JUDGE_LABELS, **summary, "ppi": estimate(sets, drawn=drawn)}
     bars = _bars(metrics)
     categories = [{"category": name, **{m: block[m] for m in bars}}
                   for name, block in summary["by_category"].items() if name != Category.NO_ANSWER.value]
@@ -138,8 +164,19 @@ def run(
     return summary
 
 
+JUDGE_LABELS = ("the judge's labels (corpus.machine_judgments): every figure but ppi's is biased by the judge's "
+                "errors; ppi holds each directed metric's prediction-powered estimate under the person's labels")
+"""detail.json's ``labels`` under two label sets: which labels its figures are under."""
+
+
 def headline(summary: dict[str, Any], score: ScoreParams) -> dict[str, Any]:
-    """The answerable figures metrics.json keeps (``score.headline``); detail.json has every measure."""
+    """The answerable figures metrics.json keeps (``score.headline``); detail.json has every measure.
+
+    Under two label sets, the prediction-powered estimate and interval of each headline metric instead, under
+    ``ppi`` (groundkit/scoring/two_labels.py): never an answerable-only figure under the judge's labels.
+    """
+    if "ppi" in summary:
+        return ppi_headline(summary["ppi"], list(score.headline))
     answerable = summary["answerable"]
     return {name: answerable[name] for name in score.headline}
 
@@ -222,10 +259,11 @@ def _external_run_file(path: Path, recorded: Provenance, record: Path) -> Extern
 def summary(metrics: dict[str, object], params: Params) -> str:
     """What the stage found: the counts, the headline and every other figure, aligned within 100 columns
     (groundkit/scoring/readout.py), and a warning when the run left answerable queries without a result."""
-    from groundkit.scoring.cautions import PREFIX, unanswered, unreachable
-    from groundkit.scoring.readout import WIDTH, readout
+    from groundkit.scoring.cautions import PREFIX, two_labels, unanswered, unreachable
+    from groundkit.scoring.readout import WIDTH, headline_names, readout
 
     # In metrics.json's order, as `dvc metrics show` and `groundkit run` show the headline.
-    lines = readout(metrics, sorted(headline(metrics, params.score)), width=WIDTH - 2)
-    warnings = [w for w in (unanswered(metrics), unreachable(metrics, params.score.min_overlap)) if w]
+    lines = readout(metrics, sorted(headline_names(headline(metrics, params.score))), width=WIDTH - 2)
+    warnings = [w for w in (unanswered(metrics), unreachable(metrics, params.score.min_overlap),
+                            *two_labels(metrics)) if w]
     return "\n".join(["score:", *(f"  {line}" for line in lines), *(PREFIX + w for w in warnings)])

@@ -23,6 +23,7 @@ shows as text.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,10 @@ from groundkit.reports.sides import NO_ANSWER, Side
 from groundkit.reports.stats import POWER
 from groundkit.reports.verdict import verdict_reason
 from groundkit.scoring.measures import MEASURES
+from groundkit.scoring.ppi import minimum_detectable_effect
 from groundkit.scoring.separability import NAME as SEPARABILITY
 from groundkit.scoring.separability import separability
+from groundkit.scoring.two_labels import LabelSets, estimate
 
 MARKER = '<meta name="generator" content="groundkit report">'
 """In every page this module writes: ``--force`` replaces only a file that holds it."""
@@ -141,6 +144,9 @@ def _verdict(comparison: Comparison | None, side: Side, gate: list[str] | None, 
         verdict = ('<p class="verdict neutral" id="verdict">No verdict: this page has no baseline '
                    "(<code>groundkit report RUN --baseline BASE</code> gives one).</p>")
         metrics = [m for m in (gate if gate else default_gate([side])[0]) if m in side.per_query.metric_names]
+        sets = LabelSets.from_per_query(side.per_query)
+        if sets is not None:
+            return verdict + _ppi_detectable(sets, metrics, alpha)
         rows = detectable(side, rows_of(side, answerable_ids(side)), metrics, alpha)
     overall = [d for d in rows if d.category == ALL]
     found = [f"{_number(d.mde, d.metric)} in {escape_html(d.metric)}" for d in overall if d.mde is not None]
@@ -154,6 +160,48 @@ def _verdict(comparison: Comparison | None, side: Side, gate: list[str] | None, 
         mde = "What these judgments can detect: " + "; ".join(
             escape_html(f"{d.metric}: nothing ({d.note})") for d in overall) if overall else ""
     return verdict + (f'<p class="mde" id="mde">{mde}</p>' if mde else "")
+
+
+def _ppi_detectable(sets: LabelSets, metrics: list[str], alpha: float) -> str:
+    """Under two label sets, what the labels can detect: from the PPI standard error of each metric's mean, a
+    difference of two runs taken to vary sqrt(2) times as much (the cautious figure compare's MDE takes too)."""
+    block = estimate(sets)
+    found = [f"{_number(minimum_detectable_effect(math.sqrt(2) * block['metrics'][m]['std_error'], alpha=alpha), m)}"
+             f" in {escape_html(m)}" for m in metrics if m in block["metrics"]]
+    if not found:
+        return ""
+    return (f'<p class="mde" id="mde">What these labels can detect: with {block["n"]} queries labelled by a person '
+            f"and {block['N']} by the judge alone, a true change of about {', '.join(found)} ({POWER:.0%} power, "
+            f"alpha {alpha}, from the prediction-powered standard error); a smaller one is likely missed.</p>")
+
+
+def _two_labels(side: Side) -> str:
+    """A run scored under two label sets: each headline metric's prediction-powered estimate under the person's
+    labels, beside the person's labels alone and the judge's alone (biased), with what they rest on. Computed
+    from per_query.csv's ``human.`` columns as the score stage computes detail.json's ``ppi`` block."""
+    sets = LabelSets.from_per_query(side.per_query)
+    if sets is None:
+        return ""
+    block = estimate(sets)
+    shown = [m for m in headline_names(side) if m in block["metrics"]] or list(block["metrics"])[:4]
+
+    def interval(figures: dict[str, Any]) -> str:
+        return f"{figures['estimate']:.4f} [{figures['ci_low']:.4f}, {figures['ci_high']:.4f}]"
+
+    rows = "".join(
+        f"<tr><th>{escape_html(m)}</th><td>{interval(f)}</td><td>{interval(f['human_only'])}</td>"
+        f"<td>{f['machine_only']['mean']:.4f}</td>"
+        f"<td>{'' if f['width_ratio'] is None else format(f['width_ratio'], '.2f')}</td><td>{f['lambda']:.2f}</td></tr>"
+        for m in shown if "human_only" in (f := block["metrics"][m]))
+    warnings = "".join(f'<p class="note">{escape_html(w)}</p>' for w in block["warnings"])
+    return (f'<section id="two-labels"><h2>Under a person\'s labels: prediction-powered estimates</h2>'
+            f'<p class="method">{block["n"]} queries labelled by a person and {block["N"]} by the judge alone. '
+            "Each estimate is the mean over every machine-judged query under the person's labels (a query with "
+            "nothing relevant scores 0), by PPI++ with a 95% interval that holds whatever the judge's quality; "
+            "every other figure on this page is under the judge's labels and biased by its errors.</p>"
+            f"<table class=\"metrics\"><thead><tr><th>metric</th><th>PPI++ (95%)</th><th>person alone (95%)</th>"
+            "<th>judge alone (biased)</th><th>width vs person alone</th><th>lambda</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>{warnings}</section>\n")
 
 
 def _top_scores(side: Side) -> tuple[list[float], list[float]] | None:
@@ -260,9 +308,11 @@ def render(run: Input, base: Input | None = None, comparison: Comparison | None 
                               y_label="hit rate within the budget") if any(s[2] for s in series_budget) else \
         '<p class="empty">No budget curve: plots/budget.csv was not found beside per_query.csv.</p>'
     shown_facts = " · ".join(escape_html(f) for f in facts)
+    headline_note = " (the judge's labels: biased)" if side.per_query.human_values is not None else ""
     body = f"""<header><h1>{escape_html(title)}</h1><p class="facts">{shown_facts}</p>
 {_verdict(comparison, side, gate, alpha)}{notes}</header>
-<section id="headline"><h2>Headline</h2>{_cards(rows, headline, has_base, alpha)}<p class="method">{method}</p>
+{_two_labels(side)}<section id="headline"><h2>Headline{headline_note}</h2>{_cards(rows, headline, has_base, alpha)}
+<p class="method">{method}</p>
 <details><summary>All metrics</summary>{_metrics_table(rows, headline, has_base, alpha)}</details></section>
 <section id="charts"><h2>Where the gold is found</h2><div class="charts">
 <figure>{line_chart("Hit rate against k", series_hit, x_label="k (passages read)", y_label="hit rate", log_x=True)}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -178,3 +179,16 @@ def test_compare_refuses_sides_scored_under_other_machine_judgments(scored, labe
     assert main(["compare", str(plain), str(scored)]) != 0
     err = capsys.readouterr().err
     assert "was scored under other machine judgments than the baseline" in err
+
+
+def test_the_report_shows_the_estimates_and_marks_the_judges_figures(scored):
+    page = (scored / "report.html").read_text()
+    metrics = json.loads((scored / "metrics.json").read_text())["ppi"]
+    figures = metrics["ndcg@10"]
+    # The page computes the estimates from per_query.csv (6 decimals), the score stage from the values themselves.
+    shown = re.search(r"<th>ndcg@10</th><td>([0-9.]+) \[([0-9.]+), ([0-9.]+)\]</td>", page)
+    assert shown is not None
+    np.testing.assert_allclose([float(x) for x in shown.groups()],
+                               [figures["estimate"], figures["ci_low"], figures["ci_high"]], atol=1e-4)
+    assert "Headline (the judge's labels: biased)" in page
+    assert f"with {N} queries labelled by a person and 94 by the judge alone, a true change of about" in page

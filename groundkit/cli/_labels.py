@@ -44,7 +44,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     from groundkit.artifacts.atomic import atomic_write_text
     from groundkit.cli._common import corpus_by_path
     from groundkit.console.progress import bar
-    from groundkit.corpus.judgments import Category
+    from groundkit.corpus.judgments import Category, pool_path
     from groundkit.corpus.queries import read_queries
     from groundkit.errors import ParamsError
     from groundkit.labels import judging
@@ -54,7 +54,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     if args.max_calls is not None and args.max_calls < 0:
         raise ParamsError("--max-calls", f"is {args.max_calls}", fix="give 0 or more calls")
     out = Path(args.out)
-    pool_file = judging.pool_path(out)
+    pool_file = pool_path(out)
     inputs = {"the queries file": args.queries, "the corpus folder": args.corpus,
               **{f"run {r}": r for r in args.runs}}
     _check_out(out, "judgments judge", args.force, inputs)
@@ -261,7 +261,7 @@ def _cmd_review(args: argparse.Namespace) -> int:
 
 def _print_agreement(machine: Any, human: list[Any], corpus: dict[str, Any], args: argparse.Namespace) -> None:
     from groundkit.corpus.spans import resolve_judgments
-    from groundkit.labels.agreement import agreement, pairs, table
+    from groundkit.scoring.agreement import agreement, pairs, table
 
     ids = {j.query_id for j in human}
     resolved_machine = {j.query_id: j for j in resolve_judgments(

@@ -305,6 +305,15 @@ def load_judgments(path: str | Path, *, ordered: bool = True) -> list[Judgment]:
     return load_judgments_hashed(path, ordered=ordered)[0]
 
 
+POOL_SUFFIX = ".pool.jsonl"
+
+
+def pool_path(machine_judgments: Path) -> Path:
+    """Where ``groundkit judgments judge`` writes the pool of the machine judgments file: ``NAME.pool.jsonl`` beside
+    it, every (query, passage) the judge was asked about. The pipeline reads it for judged@k and agreement."""
+    return machine_judgments.with_name(machine_judgments.name.removesuffix(".jsonl") + POOL_SUFFIX)
+
+
 def load_judgments_hashed(path: str | Path, *, ordered: bool = True) -> tuple[list[Judgment], str]:
     """:func:`load_judgments`, and the SHA-256 of the very bytes parsed (the ``judgments_hash`` of a run).
 

@@ -72,6 +72,56 @@ class ResolvedJudgment(StrictRecord):
     label sets assume one); absent from the line otherwise."""
 
 
+class JudgedPassage(StrictRecord):
+    """A passage a judge was asked about for a query (a row of ``NAME.pool.jsonl``): one line of
+    build/machine_spans/pool.jsonl. A passage ranked inside it was seen by the judge (judged@k)."""
+
+    query_id: str
+    document: str
+    start: int
+    end: int
+
+
+def read_pool(path: Path, documents: Mapping[str, Document], query_ids: set[str]) -> list[JudgedPassage]:
+    """The judge's pool at ``path``, each row checked against the corpus and the machine judgments; in offset
+    order, each (query, passage) once.
+
+    Raises:
+        JudgmentsError: a row that is not a JSON object with ``query_id``, ``document``, ``start`` and ``end``, or
+            names a query the machine judgments do not hold, a document not in the corpus, or a span outside it.
+    """
+    from groundkit.errors import JudgmentsError
+    from groundkit.inputs.jsonline import JSONLineError, loads_line
+
+    fix = "the pool is what groundkit judgments judge wrote beside the machine judgments: judge again to write both"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JudgmentsError(path, f"cannot be read ({getattr(exc, 'strerror', None) or exc})", fix=fix) from None
+    found: set[tuple[str, str, int, int]] = set()
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = loads_line(line)
+        except JSONLineError as exc:
+            raise JudgmentsError(path, f"is not a pool row: {exc.problem}", line=number, fix=fix) from None
+        if not isinstance(row, dict):
+            raise JudgmentsError(path, "is not a pool row (a JSON object)", line=number, fix=fix)
+        query_id, document, start, end = (row.get(k) for k in ("query_id", "document", "start", "end"))
+        if not (isinstance(query_id, str) and isinstance(document, str) and type(start) is int and type(end) is int):
+            raise JudgmentsError(path, "needs query_id and document (strings), start and end (integers)",
+                                 line=number, fix=fix)
+        if query_id not in query_ids:
+            raise JudgmentsError(path, f"pools {query_id!r}, a query the machine judgments do not hold", line=number,
+                                 fix=fix)
+        if document not in documents or not 0 <= start < end <= len(documents[document].text):
+            raise JudgmentsError(path, f"pools {document!r} [{start}, {end}), which is not a passage of the corpus",
+                                 line=number, fix=fix)
+        found.add((query_id, document, start, end))
+    return [JudgedPassage(query_id=q, document=d, start=s, end=e) for q, d, s, e in sorted(found)]
+
+
 def resolve_gold_span(
     judgment: Judgment,
     gold: GoldSpan,

@@ -25,7 +25,6 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from groundkit.corpus.judgments import Category, GoldSpan, Judgment, Origin
@@ -38,8 +37,6 @@ from groundkit.labels.cache import Cache, cache_key
 from groundkit.labels.judges import Judge, Verdict
 from groundkit.reports.pool import Candidate, RankedRun, judged_at, merged
 
-POOL_SUFFIX = ".pool.jsonl"
-
 # What became of a pooled passage's answer (the ``outcome`` of a pool row).
 RELEVANT = "relevant"
 GRADE_0 = "grade_0"
@@ -47,11 +44,6 @@ NO_QUOTE = "no_quote"
 NOT_VERBATIM = "not_verbatim"
 NOT_UNIQUE = "not_unique"
 DISCARDED = (NO_QUOTE, NOT_VERBATIM, NOT_UNIQUE)
-
-
-def pool_path(out: Path) -> Path:
-    """Where the pool of the machine judgments file ``out`` is written: ``NAME.pool.jsonl`` beside it."""
-    return out.with_name(out.name.removesuffix(".jsonl") + POOL_SUFFIX)
 
 
 def where(query_id: str, passage: Excerpt) -> str:

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groundkit.corpus.judgments import Category, GoldSpan, Judgment, Origin, Sample, parse_judgments
+from groundkit.corpus.judgments import Category, GoldSpan, Judgment, Origin, Sample, parse_judgments, pool_path
 from groundkit.corpus.passage import Document, Excerpt
 from groundkit.errors import ReviewError
-from groundkit.labels.judging import pool_path, resolve_quote
+from groundkit.labels.judging import resolve_quote
 from groundkit.labels.sheet import Sheet, draw
 
 

@@ -157,9 +157,9 @@ def init(root: Path, request: Request, version: str) -> Outcome:
                               "documents, relative to the repository root (--corpus)")
     code = _code(root, request, record)
     # A params.yaml that names machine judgments gets stages that read them (an upgrade re-renders for it).
-    machine = request.upgrade and dvc_yaml.names_machine_judgments(root / PARAMS)
+    labels = dvc_yaml.for_params(root / PARAMS, root) if request.upgrade else None
     files = {
-        DVC_YAML: dvc_yaml.render(layout=dvc_yaml.installed(version, code, machine_judgments=machine)),
+        DVC_YAML: dvc_yaml.render(layout=dvc_yaml.installed(version, code, labels)),
         PARAMS: params_text(corpus, judgments, run=judgments),
         WORKFLOW: workflow_text(install_command(version), SCRIPT),
         SCRIPT: script_text(SCRIPT),

@@ -17,7 +17,7 @@ from typing import Any
 
 from groundkit.console.guard import guarded
 from groundkit.errors import OutputError
-from groundkit.pipeline.stages import ENTRY, STAGES, Artifact, Input, Output, ParamPath, Stage
+from groundkit.pipeline.stages import ENTRY, STAGES, Artifact, Input, Output, ParamPath, RenderedPath, Stage
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository this module lies in."""
@@ -100,10 +100,31 @@ class Layout:
     version: str | None = None
     code: tuple[str, ...] = ()
     machine_judgments: bool = False
+    machine_pool: str | None = None
 
     def passes(self, port: Input) -> bool:
-        """Whether the rendered stage is handed ``port`` (an optional input only where params.yaml sets it)."""
+        """Whether the rendered stage is handed ``port`` (an optional input only where params.yaml sets it, the
+        judge's pool only where it was found)."""
+        if isinstance(port.source, RenderedPath):
+            return self.machine_pool is not None
         return not port.optional or self.machine_judgments
+
+    def value(self, source: Artifact | ParamPath | RenderedPath) -> str:
+        """How the stage's command line names ``source``: a params path as a quoted template, a rendered one as
+        found (quoted), an artifact by its path."""
+        if isinstance(source, ParamPath):
+            return f"'{source.template}'"
+        if isinstance(source, RenderedPath):
+            return f"'{self.machine_pool}'"
+        return source.path
+
+    def dependency(self, source: Artifact | ParamPath | RenderedPath) -> list[str]:
+        """What dvc.yaml lists as ``deps`` for ``source``."""
+        if isinstance(source, ParamPath):
+            return [source.template]
+        if isinstance(source, RenderedPath):
+            return [str(self.machine_pool)]
+        return list(source.files)
 
     @property
     def installed(self) -> bool:
@@ -142,10 +163,6 @@ def code_deps(stage: Stage, layout: Layout = OWN) -> list[str]:
     return list(CODE_FOLDERS)
 
 
-def _value(source: Artifact | ParamPath) -> str:
-    return f"'{source.template}'" if isinstance(source, ParamPath) else source.path
-
-
 def command(stage: Stage, layout: Layout = OWN) -> str:
     """The stage's command line, as DVC sees it before it fills in ``${...}``."""
     words = [f"{layout.entry(stage)} --params params.yaml"]
@@ -153,7 +170,7 @@ def command(stage: Stage, layout: Layout = OWN) -> str:
         if isinstance(port, Output):
             words.append(f"{port.option} {port.artifact.path}")
         elif port.option is not None and layout.passes(port):
-            words.append(f"{port.option} {_value(port.source)}")
+            words.append(f"{port.option} {layout.value(port.source)}")
     words += [f"--set '{key}=${{{key}}}'" for key in stage.sets]
     return " ".join(words)
 
@@ -163,8 +180,7 @@ def _data_deps(stage: Stage, layout: Layout) -> list[str]:
     for port in stage.inputs:
         if not port.dvc or not layout.passes(port):
             continue
-        source = port.source
-        deps += [source.template] if isinstance(source, ParamPath) else list(source.files)
+        deps += layout.dependency(port.source)
     return deps
 
 
@@ -243,16 +259,25 @@ def render(layout: Layout = OWN) -> str:
     return f"{header}stages:\n{body}\n\n{TOP_PLOTS}"
 
 
-def installed(version: str, code: Sequence[str] = (), machine_judgments: bool = False) -> Layout:
-    """The layout of a repository set up by ``groundkit init`` for groundkit ``version``."""
-    return Layout(version=version, code=tuple(code), machine_judgments=machine_judgments)
+def installed(version: str, code: Sequence[str] = (), labels: Layout | None = None) -> Layout:
+    """The layout of a repository set up by ``groundkit init`` for groundkit ``version``; ``labels`` says what
+    :func:`for_params` found of machine judgments."""
+    return Layout(version=version, code=tuple(code), machine_judgments=labels is not None and labels.machine_judgments,
+                  machine_pool=None if labels is None else labels.machine_pool)
 
 
-def names_machine_judgments(params_file: Path) -> bool:
-    """Whether the params file sets ``corpus.machine_judgments`` (a missing file sets nothing)."""
+def for_params(params_file: Path, root: Path) -> Layout:
+    """What the params file in ``root`` asks of the stages: whether it names ``corpus.machine_judgments``, and where
+    the judge's pool lies beside that file (``NAME.pool.jsonl``, None where there is none: machine judgments
+    ``groundkit judgments propose`` wrote have no pool). A missing params file names nothing."""
     from groundkit.config import load_params
+    from groundkit.corpus.judgments import pool_path
 
-    return params_file.is_file() and load_params(params_file).corpus.machine_judgments is not None
+    machine = load_params(params_file).corpus.machine_judgments if params_file.is_file() else None
+    if machine is None:
+        return Layout()
+    pool = pool_path(Path(machine))
+    return Layout(machine_judgments=True, machine_pool=pool.as_posix() if (root / pool).is_file() else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="write dvc.yaml instead of printing it")
     parser.add_argument("--root", type=Path, default=ROOT, help="the repository (default: the one holding groundkit)")
     args = parser.parse_args(argv)
-    text = render(Layout(machine_judgments=names_machine_judgments(args.root / "params.yaml")))
+    text = render(for_params(args.root / "params.yaml", args.root))
     if args.write:
         target = args.root / "dvc.yaml"
         if target.is_file() and target.read_text(encoding="utf-8") != text and _edited(target):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groundkit.errors import RepositoryError
-from groundkit.pipeline.stages import BY_NAME, STAGES, Artifact, Output, ParamPath, Stage
+from groundkit.pipeline.stages import BY_NAME, STAGES, Artifact, Output, ParamPath, RenderedPath, Stage
 
 if TYPE_CHECKING:
     from groundkit.config import Params
@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
     stage = BY_NAME[args.stage]
     if installed:
         check_version(args.groundkit_version)
-    given: dict[Artifact | ParamPath, str] = {}
+    given: dict[Artifact | ParamPath | RenderedPath, str] = {}
     for port in (*stage.inputs, *stage.outputs):
         if port.option is not None:
             key = port.artifact if isinstance(port, Output) else port.source
@@ -109,22 +109,36 @@ def main(argv: Sequence[str] | None, *, installed: bool = False) -> int:
 
 def check_optional_inputs(stage: Stage, params: Params, given: Mapping[object, str], installed: bool) -> None:
     """Refuse a params.yaml that names an optional input (``corpus.machine_judgments``) dvc.yaml does not pass,
-    or the other way round: DVC would not re-run the stage when that file changed, or would hand over a file
-    params.yaml no longer names."""
+    or the other way round, and a judge's pool dvc.yaml does not pass where it lies beside that file: DVC would
+    not re-run the stage when that file changed, or would hand over a file params.yaml no longer names."""
+    from groundkit.corpus.judgments import pool_path
+
+    render = UPGRADE if installed else "python -m groundkit.pipeline.dvc_yaml --write"
+    fix = f"render dvc.yaml again for this params.yaml (`{render}`), commit it, and run again"
     for port in stage.inputs:
         source = port.source
+        if isinstance(source, RenderedPath):
+            named = params.corpus.machine_judgments
+            pool = pool_path(Path(named)) if named is not None else None
+            expected = pool.as_posix() if pool is not None and pool.is_file() else None
+            passed = given.get(source)
+            if (None if passed is None else Path(passed).as_posix()) != expected:
+                shown = f"passes {passed!r}" if passed is not None else "passes none"
+                raise RepositoryError(
+                    "dvc.yaml", f"{shown} as {source.about} to the {stage.name} stage, but "
+                    f"{'there is ' + repr(expected) if expected else 'there is none'}: judged@k and agreement would "
+                    "be computed from a pool DVC does not track", fix=fix)
+            continue
         if not (port.optional and isinstance(source, ParamPath)):
             continue
         section, _, key = source.key.partition(".")
         named = getattr(getattr(params, section), key)
         if (named is None) == (source not in given):
             continue
-        render = UPGRADE if installed else "python -m groundkit.pipeline.dvc_yaml --write"
         if named is not None:
             raise RepositoryError(
                 "dvc.yaml", f"does not pass {source.key} ({named!r} in params.yaml) to the {stage.name} stage: DVC "
-                "would not re-run the pipeline when that file changed, and the scores would not be its own",
-                fix=f"render dvc.yaml again for this params.yaml (`{render}`), commit it, and run again")
+                "would not re-run the pipeline when that file changed, and the scores would not be its own", fix=fix)
         raise RepositoryError(
             "dvc.yaml", f"passes {source.key} to the {stage.name} stage, but params.yaml sets none",
             fix=f"render dvc.yaml again for this params.yaml (`{render}`), or name the file in {source.key}")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from groundkit.artifacts.outputs import output_folder
 from groundkit.config import Params
+from groundkit.corpus.judgments import pool_path
 from groundkit.errors import JudgmentsError
 from groundkit.inputs.text import terminal_lines
 from groundkit.pipeline.collector import fewer_collections
@@ -26,11 +27,13 @@ from groundkit.pipeline.stages import (
     CORPUS_ROOT,
     JUDGMENTS,
     MACHINE_JUDGMENTS,
+    MACHINE_POOL,
     METRICS,
     REPORT,
     STAGES,
     Artifact,
     ParamPath,
+    RenderedPath,
     written_by,
 )
 from groundkit.pipeline.store import RunStore
@@ -85,9 +88,12 @@ def run(
     with output_folder(out, command=command, artifacts=ARTIFACTS, inputs=sources, force=force) as work:
         # Every artifact under its own name in the scratch folder; the two inputs where the caller says, and the
         # machine judgments where params name them.
-        paths: dict[Artifact | ParamPath, Path] = {CORPUS_ROOT: corpus, JUDGMENTS: judgments}
+        paths: dict[Artifact | ParamPath | RenderedPath, Path] = {CORPUS_ROOT: corpus, JUDGMENTS: judgments}
         if params.corpus.machine_judgments is not None:
             paths[MACHINE_JUDGMENTS] = Path(params.corpus.machine_judgments)
+            pool = pool_path(paths[MACHINE_JUDGMENTS])
+            if pool.is_file():
+                paths[MACHINE_POOL] = pool
         paths.update((output.artifact, work / output.artifact.name) for stage in STAGES for output in stage.outputs)
         # One process: what the steps read and write goes through one store, which hands back what the run
         # itself wrote (groundkit/pipeline/store.py). What the steps made is freed before the collector's

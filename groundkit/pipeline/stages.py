@@ -78,6 +78,16 @@ class ParamPath:
 
 
 @dataclass(frozen=True)
+class RenderedPath:
+    """A path dvc.yaml names as it was found when rendered, not through params.yaml: the pool that ``groundkit
+    judgments judge`` writes beside corpus.machine_judgments (``NAME.pool.jsonl``), which no params key names.
+    The stage refuses a dvc.yaml that passes another path than the one params.yaml now implies."""
+
+    key: str
+    about: str
+
+
+@dataclass(frozen=True)
 class Input:
     """Something a stage reads.
 
@@ -96,7 +106,7 @@ class Input:
             (groundkit/pipeline/entry.py). The step receives None when it is not set.
     """
 
-    source: Artifact | ParamPath
+    source: Artifact | ParamPath | RenderedPath
     option: str | None = None
     argument: str | None = None
     why: str | None = None
@@ -154,8 +164,8 @@ class Stage:
     reads_params: bool = True
 
     def arguments(
-        self, paths: Mapping[Artifact | ParamPath, str | Path], params: Params | None, store: Store | None,
-        code: Sequence[Path] = (),
+        self, paths: Mapping[Artifact | ParamPath | RenderedPath, str | Path], params: Params | None,
+        store: Store | None, code: Sequence[Path] = (),
     ) -> dict[str, object]:
         """Keyword arguments for the step's ``run``: the paths it reads and writes, its params sections, and the
         store it reads and writes through (groundkit/pipeline/store.py: a DVC stage's plain one, or a run's).
@@ -186,6 +196,7 @@ class Stage:
 CORPUS_ROOT = ParamPath("corpus.root")
 JUDGMENTS = ParamPath("corpus.judgments")
 MACHINE_JUDGMENTS = ParamPath("corpus.machine_judgments")
+MACHINE_POOL = RenderedPath("machine_pool", "the judge's pool beside corpus.machine_judgments (NAME.pool.jsonl)")
 EXTERNAL_RUN = ParamPath("retrieve.run")
 
 INPUTS = Artifact("build/inputs.json", "the input paths found in this copy of the repository", cache=False)
@@ -194,9 +205,12 @@ AUDIT = Artifact("build/audit.json", "the corpus audit (JSON)")
 DOCUMENTS = Artifact("build/documents.jsonl", "the corpus snapshot", sealed=True)
 GOLD_SPANS = Artifact("build/gold_spans.jsonl", "the judgments with every quote resolved to a span", sealed=True)
 MACHINE_SPANS = Artifact("build/machine_spans", "a folder: spans.jsonl, the machine judgments "
-                         "(corpus.machine_judgments) with every quote resolved (empty without them), and its seal")
+                         "(corpus.machine_judgments) with every quote resolved (empty without them), and its seal; "
+                         "pool.jsonl, the passages the judge was asked about, where its pool was found")
 MACHINE_SPANS_FILE = "spans.jsonl"
 """The file inside ``MACHINE_SPANS``: a folder, as ``PASSAGES`` is, because it is empty in most pipelines."""
+MACHINE_POOL_FILE = "pool.jsonl"
+"""Also inside ``MACHINE_SPANS``, where the judge's pool was found: every (query, passage) it was asked about."""
 SPAN_SOURCES = Artifact("build/span_sources.json", "the SHA-256 of the corpus and judgments the spans were "
                         "resolved from")
 CHUNKS = Artifact("build/chunks.jsonl", "the chunks", sealed=True, persist=True)
@@ -261,6 +275,7 @@ STAGES: tuple[Stage, ...] = (
         step=f"{_STEPS}.resolve_spans",
         inputs=(Input(CORPUS_ROOT, "--corpus", "corpus_root"), Input(JUDGMENTS, "--judgments", "judgments"),
                 Input(MACHINE_JUDGMENTS, "--machine-judgments", "machine_judgments", optional=True),
+                Input(MACHINE_POOL, "--machine-pool", "machine_pool", optional=True),
                 Input(VALIDATION, "--validation", "validation")),
         outputs=(Output(DOCUMENTS, "--documents-out", "out_documents"),
                  Output(GOLD_SPANS, "--spans-out", "out_spans"),

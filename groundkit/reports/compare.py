@@ -48,6 +48,7 @@ from groundkit.reports.verdict import (
     verdict_summary,
 )
 from groundkit.scoring.measures import MEASURES, Cutoff
+from groundkit.scoring.names import split_name
 from groundkit.scoring.schema import document_level
 from groundkit.scoring.separability import NAME as SEPARABILITY
 from groundkit.scoring.separability import paired_bootstrap
@@ -227,6 +228,25 @@ def detectable(side: Side, rows: np.ndarray, metrics: list[str], alpha: float) -
                         f"{smallest_p_value(n):.4g}, not below alpha")
             result.append(Detectable(metric, category, n, mean, sd, mde, note))
     return result
+
+
+def judged_notes(baseline: Side, candidates: Sequence[Side], gate: Sequence[str]) -> list[str]:
+    """Under two label sets, a note for each gated rank cut-off at which a side ranks passages the judge never saw
+    (judged@k below 1 in its run.json): they count as not relevant under both label sets, which PPI does not
+    correct, so a side that ranks unjudged passages is scored down for the pool's holes, not its ranking."""
+    sides = [side for side in (baseline, *candidates) if side.metadata.get("machine_judgments_hash")]
+    cuts = sorted({cut.value for name in gate if (cut := split_name(name)[1]) is not None and cut.kind is Cutoff.RANK})
+    notes = []
+    for k in cuts if sides else ():
+        shares = [(side.metadata.get("judged") or {}).get(f"judged@{k}") for side in sides]
+        if all(isinstance(share, int | float) and share >= 1 for share in shares):
+            continue
+        shown = ", ".join(f"{side.label} {'unknown' if share is None else format(share, '.4f')}"
+                          for side, share in zip(sides, shares, strict=True))
+        notes.append(f"judged@{k} under the judge's labels: {shown}; a passage the judge never saw counts as not "
+                     "relevant under both label sets, which PPI does not correct: judge the pools of every side "
+                     "(groundkit judgments judge --run BASELINE --run CANDIDATE ...) before trusting this comparison")
+    return notes
 
 
 def short_hash(value: str) -> str:
@@ -424,6 +444,7 @@ def compare(
     before_rows = rows_of(baseline, answerable)
     if 2 <= len(answerable) < MIN_QUERIES:
         gate_notes.append(f"only {len(answerable)} paired queries, {TOO_FEW}")
+    gate_notes += judged_notes(baseline, candidates, gate)
     measured = [_measured(baseline, before_rows, answerable, c, metrics, gate)
                 for c, (metrics, _) in zip(candidates, paired, strict=True)]
     # Two label sets (groundkit/reports/compare_ppi.py): each candidate's directed overall rows are PPI++ on the

@@ -30,12 +30,13 @@ from pathlib import Path
 
 from groundkit.artifacts.seals import seal_path
 from groundkit.corpus.passage import Chunk, Document, Excerpt, Passage, PassageLocator
-from groundkit.corpus.spans import ResolvedJudgment
+from groundkit.corpus.spans import JudgedPassage, ResolvedJudgment
 from groundkit.errors import GroundkitError
 from groundkit.pipeline.stages import (
     CHUNKS,
     DOCUMENTS,
     GOLD_SPANS,
+    MACHINE_POOL_FILE,
     MACHINE_SPANS,
     MACHINE_SPANS_FILE,
     PASSAGES,
@@ -44,6 +45,7 @@ from groundkit.pipeline.stages import (
     written_by,
 )
 from groundkit.pipeline.store import Store
+from groundkit.scoring.agreement import Agreement, agreement, pairs
 from groundkit.scoring.measures import ANY_OVERLAP, Relevance
 from groundkit.scoring.schema import document_level
 
@@ -68,6 +70,8 @@ class Evidence:
         rankings: Passage ids per query, best first.
         ranks_chunks: The run ranked groundkit's chunks (no passages of its own, as an external run has).
         relevance: The rule that makes a passage relevant: the score stage's (see :meth:`scored_by`).
+        agreement: Under two label sets, the judge's agreement with the person over the pooled pairs of the
+            queries both labelled (groundkit/scoring/agreement.py); None without the judge's pool.
     """
 
     source: str
@@ -78,6 +82,7 @@ class Evidence:
     rankings: dict[str, list[str]]
     ranks_chunks: bool = True
     relevance: Relevance = ANY_OVERLAP
+    agreement: Agreement | None = None
 
     def scored_by(self, metadata: Mapping[str, object]) -> Evidence:
         """These artifacts under the relevance rule the score stage used, as its run.json records it
@@ -126,7 +131,13 @@ def read_files(documents: Path, spans: Path, chunks: Path, run: Path, passages: 
     judgments = store.read_models(spans, ResolvedJudgment, producer=written_by(GOLD_SPANS))
     machine = [] if machine_spans is None else store.read_models(machine_spans, ResolvedJudgment,
                                                                  producer=written_by(MACHINE_SPANS))
+    agreed = None
     if machine:
+        pool_file = machine_spans.parent / MACHINE_POOL_FILE if machine_spans is not None else None
+        if pool_file is not None and pool_file.is_file():
+            pool = store.read_models(pool_file, JudgedPassage, producer=written_by(MACHINE_SPANS))
+            agreed = agreement(pairs([row.model_dump() for row in pool], {j.query_id: j for j in machine},
+                                     {j.query_id: j for j in judgments}))
         judgments = machine
     chunk_list = store.read_models(chunks, Chunk, producer=written_by(CHUNKS))
     by_id: dict[str, Excerpt] = {c.passage_id: c for c in chunk_list}
@@ -142,6 +153,7 @@ def read_files(documents: Path, spans: Path, chunks: Path, run: Path, passages: 
         chunks=PassageLocator(chunk_list),
         rankings={q: list(map(itemgetter(0), ranking)) for q, ranking in rankings.items()},
         ranks_chunks=not own,
+        agreement=agreed,
     )
 
 

@@ -46,6 +46,7 @@ from groundkit.reports.page_data import (
 from groundkit.reports.sides import NO_ANSWER, Side
 from groundkit.reports.stats import POWER
 from groundkit.reports.verdict import verdict_reason
+from groundkit.scoring.agreement import Agreement
 from groundkit.scoring.measures import MEASURES
 from groundkit.scoring.ppi import minimum_detectable_effect
 from groundkit.scoring.separability import NAME as SEPARABILITY
@@ -175,10 +176,34 @@ def _ppi_detectable(sets: LabelSets, metrics: list[str], alpha: float) -> str:
             f"alpha {alpha}, from the prediction-powered standard error); a smaller one is likely missed.</p>")
 
 
-def _two_labels(side: Side) -> str:
+def _agreement(found: Agreement | None) -> str:
+    """The judge's agreement with the person, as ``groundkit judgments agreement`` prints it."""
+    if found is None:
+        return ('<p class="note">No agreement shown: the judge\'s pool (NAME.pool.jsonl, written by groundkit '
+                "judgments judge) was not found beside the machine judgments.</p>")
+
+    def shown(value: float | None, digits: int = 3) -> str:
+        return "undefined" if value is None else f"{value:.{digits}f}"
+
+    (yy, yn), (ny, nn) = found.confusion
+    moved = ("no pair both call relevant" if found.quotes_moved is None else
+             f"{found.quotes_moved:.1%} of the {found.both_relevant} pairs both call relevant")
+    return (f'<h3>The judge against the person</h3><p class="method">Over {found.pairs} pooled pairs of '
+            f"{found.queries} queries both labelled (relevant: a gold span overlaps the passage): Cohen's kappa "
+            f"<strong>{shown(found.kappa)}</strong>, 95% bootstrap interval [{shown(found.low)}, "
+            f"{shown(found.high)}] over queries; weighted kappa over grades (quadratic) "
+            f"{shown(found.weighted_kappa)}; quotes moved: {moved}.</p>"
+            '<table class="metrics"><thead><tr><th></th><th>person: relevant</th><th>person: not relevant</th>'
+            f"</tr></thead><tbody><tr><th>judge: relevant</th><td>{yy}</td><td>{yn}</td></tr>"
+            f"<tr><th>judge: not relevant</th><td>{ny}</td><td>{nn}</td></tr></tbody></table>")
+
+
+def _two_labels(run: Input) -> str:
     """A run scored under two label sets: each headline metric's prediction-powered estimate under the person's
     labels, beside the person's labels alone and the judge's alone (biased), with what they rest on. Computed
-    from per_query.csv's ``human.`` columns as the score stage computes detail.json's ``ppi`` block."""
+    from per_query.csv's ``human.`` columns as the score stage computes detail.json's ``ppi`` block; then the
+    judge's agreement with the person, from the run's artifacts."""
+    side = run.side
     sets = LabelSets.from_per_query(side.per_query)
     if sets is None:
         return ""
@@ -201,7 +226,8 @@ def _two_labels(side: Side) -> str:
             "every other figure on this page is under the judge's labels and biased by its errors.</p>"
             f"<table class=\"metrics\"><thead><tr><th>metric</th><th>PPI++ (95%)</th><th>person alone (95%)</th>"
             "<th>judge alone (biased)</th><th>width vs person alone</th><th>lambda</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>{warnings}</section>\n")
+            f"<tbody>{rows}</tbody></table>{warnings}"
+            f"{_agreement(run.evidence.agreement if run.evidence is not None else None)}</section>\n")
 
 
 def _top_scores(side: Side) -> tuple[list[float], list[float]] | None:
@@ -311,7 +337,7 @@ def render(run: Input, base: Input | None = None, comparison: Comparison | None 
     headline_note = " (the judge's labels: biased)" if side.per_query.human_values is not None else ""
     body = f"""<header><h1>{escape_html(title)}</h1><p class="facts">{shown_facts}</p>
 {_verdict(comparison, side, gate, alpha)}{notes}</header>
-{_two_labels(side)}<section id="headline"><h2>Headline{headline_note}</h2>{_cards(rows, headline, has_base, alpha)}
+{_two_labels(run)}<section id="headline"><h2>Headline{headline_note}</h2>{_cards(rows, headline, has_base, alpha)}
 <p class="method">{method}</p>
 <details><summary>All metrics</summary>{_metrics_table(rows, headline, has_base, alpha)}</details></section>
 <section id="charts"><h2>Where the gold is found</h2><div class="charts">

@@ -70,7 +70,8 @@ class RunMetadata(Record):
     (``* text=auto eol=lf`` in .gitattributes). ``external_run`` identifies the
     scored file of an external run, and is None (left out of run.json) for the rest.
     ``machine_judgments_hash`` is the SHA-256 of ``corpus.machine_judgments`` for a run scored under two label
-    sets, None (left out) for the rest.
+    sets, None (left out) for the rest; ``judged`` is then judged@k of this run under the judge's labels at each
+    rank cut-off scored (None where the judge's pool is unknown), which compare reads for each side.
     """
 
     corpus_hash: str
@@ -79,11 +80,12 @@ class RunMetadata(Record):
     groundkit_version: str
     external_run: ExternalRunFile | None = None
     machine_judgments_hash: str | None = None
+    judged: dict[str, float] | None = None
 
     def document(self) -> dict[str, Any]:
-        """The run.json document; without ``external_run`` or ``machine_judgments_hash`` when there is none, so
-        other runs' files keep their bytes."""
-        absent = {k for k in ("external_run", "machine_judgments_hash") if getattr(self, k) is None}
+        """The run.json document; without ``external_run``, ``machine_judgments_hash`` or ``judged`` when there is
+        none, so other runs' files keep their bytes."""
+        absent = {k for k in ("external_run", "machine_judgments_hash", "judged") if getattr(self, k) is None}
         return self.model_dump(mode="json", exclude=absent or None)
 
 

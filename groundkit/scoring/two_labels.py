@@ -16,6 +16,7 @@ interval of a lumpy metric covers about 92%: BENCHMARKS.md section 11).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,8 @@ from groundkit.corpus.judgments import Category
 from groundkit.scoring.ppi import MeanEstimates, classical_mean, ppi_mean
 
 if TYPE_CHECKING:
+    from groundkit.corpus.passage import Excerpt
+    from groundkit.corpus.spans import JudgedPassage, ResolvedJudgment
     from groundkit.scoring.schema import PerQuery, StageResult
 
 ESTIMAND = ("mean over every machine-judged query of the metric under the person's labels, a query with "
@@ -129,6 +132,45 @@ def estimate(sets: LabelSets, *, drawn: bool | None = None) -> dict[str, Any]:
                         f"{', '.join(poor)}: those estimates stay valid, their intervals no narrower than the "
                         "person's alone")
     return block
+
+
+def judged_at(machine: Sequence[ResolvedJudgment], rankings: Mapping[str, Sequence[Excerpt]],
+              pool: Sequence[JudgedPassage], ks: Sequence[int]) -> dict[str, float]:
+    """judged@k under the judge's labels, for each k of ``ks``: over the machine-judged queries that retrieved
+    anything, the mean share of the top k passages (all, if fewer) the judge saw: lying inside a passage of the
+    query's pool, or overlapping one of its gold spans (ir_measures' ``Judged@k``, with a passage judged when the
+    judge read its characters). A passage it never saw counts as not relevant under both label sets, so a figure
+    below 1 is a hole PPI cannot correct.
+    """
+    seen: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for row in pool:
+        seen.setdefault((row.query_id, row.document), []).append((row.start, row.end))
+    shares: dict[int, list[float]] = {k: [] for k in ks}
+    for judgment in machine:
+        ranked = rankings.get(judgment.query_id, ())
+        if not ranked:
+            continue
+        judged = [any(start <= p.start and p.end <= end for start, end in seen.get((judgment.query_id, p.document), ()))
+                  or any(p.overlaps(span) for span in judgment.spans) for p in ranked[:max(ks)]]
+        for k in ks:
+            top = judged[:k]
+            shares[k].append(sum(top) / len(top))
+    return {f"judged@{k}": sum(v) / len(v) for k, v in shares.items() if v}
+
+
+def holes(judged: Mapping[str, float] | None) -> str | None:
+    """The warning when the run ranked passages the judge never saw (judged@k below 1), or when it is unknown."""
+    if judged is None:
+        return ("no pool lies beside the machine judgments (NAME.pool.jsonl, which groundkit judgments judge "
+                "writes): judged@k is unknown, so passages the judge never saw cannot be told from those it "
+                "found not relevant")
+    short = {name: share for name, share in judged.items() if share < 1}
+    if not short:
+        return None
+    shown = ", ".join(f"{name} {share:.4f}" for name, share in short.items())
+    return (f"the run ranks passages the judge never saw ({shown} under the judge's labels): they count as not "
+            "relevant under both label sets, which PPI does not correct; judge this run's pool too (groundkit "
+            "judgments judge --run RESULTS ..., with a --depth that covers these cut-offs)")
 
 
 def headline(block: dict[str, Any], names: list[str]) -> dict[str, Any]:

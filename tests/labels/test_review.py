@@ -17,8 +17,8 @@ from examples.judge_example import make_judge
 from groundkit.cli import main
 from groundkit.corpus.judgments import Origin, load_judgments
 from groundkit.labels._safe import neutral_cell, read_cell
-from groundkit.labels.agreement import Pair, agreement, kappa
 from groundkit.labels.sheet import COLUMNS
+from groundkit.scoring.agreement import Pair, agreement, kappa
 from tests.conftest import REPO, write_tiny_corpus
 
 

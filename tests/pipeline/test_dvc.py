@@ -293,6 +293,13 @@ def test_machine_judgments_through_dvc_equal_the_runner_and_re_run_when_edited(r
     for name in ("metrics.json", "per_query.csv", "detail.json", "run.json"):
         assert (out / name).read_bytes() == (repo / "metrics" / name).read_bytes(), name
 
+    # The judge's pool beside it is a dependency too: judged@k and agreement are read from it.
+    assert "--machine-pool 'labels/machine.pool.jsonl'" in (repo / "dvc.yaml").read_text()
+    pool = repo / "labels" / "machine.pool.jsonl"
+    pool.write_text("".join(pool.read_text().splitlines(keepends=True)[::2]))
+    assert {"resolve-spans", "score"} <= repro(repo)[0]
+    assert json.loads((repo / "metrics" / "run.json").read_text())["judged"]["judged@5"] < 1
+
     machine = repo / "labels" / "machine.jsonl"
     machine.write_text("".join(machine.read_text().splitlines(keepends=True)[:-1]))
     ran = repro(repo)[0]

@@ -17,7 +17,7 @@ import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
 from groundkit.cli import main
-from groundkit.corpus.judgments import Category, load_judgments
+from groundkit.corpus.judgments import Category, load_judgments, pool_path
 from groundkit.labels.sheet import draw
 from groundkit.pipeline import dvc_yaml
 from groundkit.pipeline.entry import main as stage_main
@@ -146,8 +146,12 @@ def test_dvc_yaml_passes_machine_judgments_only_where_params_name_them():
     assert "machine_judgments" not in plain.replace("build/machine_spans", "")
     assert both.count("--machine-judgments '${corpus.machine_judgments}'") == 3  # check, validate, resolve
     assert both.count("- ${corpus.machine_judgments}") == 2  # check-inputs declares its paths as params
-    installed = dvc_yaml.render(dvc_yaml.installed("9.9", machine_judgments=True))
-    assert installed.count("- ${corpus.machine_judgments}") == 2
+    installed = dvc_yaml.render(dvc_yaml.installed("9.9", labels=dvc_yaml.Layout(machine_judgments=True)))
+    assert installed.count("- ${corpus.machine_judgments}") == 2 and "--machine-pool" not in installed
+    # The judge's pool is named as found beside the file, on resolve-spans's command line and as its dependency.
+    pooled = dvc_yaml.render(dvc_yaml.Layout(machine_judgments=True, machine_pool="labels/machine.pool.jsonl"))
+    assert pooled.count("--machine-pool 'labels/machine.pool.jsonl'") == 1
+    assert pooled.count("- labels/machine.pool.jsonl") == 1
 
 
 def test_a_stage_refuses_params_naming_machine_judgments_that_dvc_yaml_does_not_pass(labels, tmp_path, capsys,
@@ -192,3 +196,64 @@ def test_the_report_shows_the_estimates_and_marks_the_judges_figures(scored):
                                [figures["estimate"], figures["ci_low"], figures["ci_high"]], atol=1e-4)
     assert "Headline (the judge's labels: biased)" in page
     assert f"with {N} queries labelled by a person and 94 by the judge alone, a true change of about" in page
+
+
+def _top(run_trec: Path, k: int) -> dict[str, list[str]]:
+    ranked: dict[str, list[tuple[int, str]]] = {}
+    for line in run_trec.read_text().splitlines():
+        query_id, _, passage_id, rank, _, _ = line.split()
+        ranked.setdefault(query_id, []).append((int(rank), passage_id))
+    return {q: [p for _, p in sorted(r)[:k]] for q, r in ranked.items()}
+
+
+def test_judged_at_k_counts_the_passages_the_judge_saw_and_warns_below_1(scored, labels):
+    """The judge saw each query's top 5 of the same ranking: judged@5 is 1, and judged@10 is worked out here
+    from run.trec, the chunks, the judge's pool and its gold spans."""
+    judged = json.loads((scored / "run.json").read_text())["judged"]
+    assert judged["judged@1"] == judged["judged@5"] == 1.0
+    chunks = {c["chunk_id"]: c for c in map(json.loads, (scored / "chunks.jsonl").read_text().splitlines())}
+    pool = {}
+    for row in map(json.loads, pool_path(labels["machine"]).read_text().splitlines()):
+        pool.setdefault((row["query_id"], row["document"]), []).append((row["start"], row["end"]))
+    gold = {}
+    for judgment in map(json.loads, (scored / "machine_spans" / "spans.jsonl").read_text().splitlines()):
+        gold[judgment["query_id"]] = [(s["document"], s["start"], s["end"]) for s in judgment["spans"]]
+    shares = []
+    for query_id, top in _top(scored / "run.trec", 10).items():
+        seen = 0
+        for passage_id in top:
+            c = chunks[passage_id]
+            start, end = c["start_offset"], c["end_offset"]
+            inside = any(a <= start and end <= b for a, b in pool.get((query_id, c["document"]), ()))
+            overlaps = any(d == c["document"] and s < end and start < e for d, s, e in gold[query_id])
+            seen += inside or overlaps
+        shares.append(seen / len(top))
+    assert judged["judged@10"] == pytest.approx(sum(shares) / len(shares), abs=5e-7) and judged["judged@10"] < 1
+    detail = json.loads((scored / "detail.json").read_text())
+    assert any("ranks passages the judge never saw (judged@10" in w for w in detail["ppi"]["warnings"])
+
+
+def test_the_report_shows_the_agreement_the_agreement_command_prints(scored, labels, capsys):
+    assert main(["judgments", "agreement", "--machine", str(labels["machine"]), "--judgments", str(labels["person"]),
+                 "--corpus", str(REPO / "evals/corpus")]) == 0
+    printed = capsys.readouterr().out
+    kappa = re.search(r"Cohen's kappa ([0-9.]+), 95% bootstrap interval \[([0-9.]+), ([0-9.]+)\]", printed).groups()
+    confusion = re.findall(r"judge: (?:relevant|not)\s+(\d+)\s+(\d+)", printed)
+    page = (scored / "report.html").read_text()
+    assert (f"Cohen's kappa <strong>{kappa[0]}</strong>, 95% bootstrap interval [{kappa[1]}, {kappa[2]}]"
+            in page)
+    (yy, yn), (ny, nn) = confusion
+    assert f"<th>judge: relevant</th><td>{yy}</td><td>{yn}</td>" in page
+    assert f"<th>judge: not relevant</th><td>{ny}</td><td>{nn}</td>" in page
+
+
+def test_compare_flags_sides_that_rank_passages_the_judge_never_saw(scored, labels, tmp_path, capsys):
+    smaller = tmp_path / "size400"
+    assert _run(labels, smaller, None, "--set", "chunk.size=400") == 0
+    capsys.readouterr()
+    assert main(["compare", str(scored), str(smaller)]) in (0, 4)
+    err = capsys.readouterr().err
+    before = json.loads((scored / "run.json").read_text())["judged"]["judged@10"]
+    after = json.loads((smaller / "run.json").read_text())["judged"]["judged@10"]
+    assert before < 1 and after < 1
+    assert f"judged@10 under the judge's labels: {scored} {before:.4f}, {smaller} {after:.4f}" in err

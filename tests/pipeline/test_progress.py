@@ -43,9 +43,11 @@ index_step.run(work / "chunks.jsonl", params.bm25, work / "index", store=store)
 embed_step.run(work / "chunks.jsonl", params, work / "embeddings", store=store)
 atomic_write_lines(work / "spans.jsonl",
                    ['{"category": "factoid", "query": "alpha", "query_id": "q1", "spans": []}'], seal=True)
+(work / "machine_spans").mkdir()
+atomic_write_lines(work / "machine_spans" / "spans.jsonl", [], seal=True)
 retrieve_step.run(work / "chunks.jsonl", work / "documents.jsonl", work / "index", work / "embeddings",
-                  work / "spans.jsonl", params, out_run=work / "run.trec", out_passages=work / "passages.jsonl",
-                  store=store)
+                  work / "spans.jsonl", work / "machine_spans", params, out_run=work / "run.trec",
+                  out_passages=work / "passages.jsonl", store=store)
 print("done")
 """
 

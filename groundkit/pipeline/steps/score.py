@@ -13,7 +13,7 @@ from groundkit.artifacts.lines import csv_text, dumps_json, round_floats
 from groundkit.artifacts.seals import file_sha256
 from groundkit.corpus.judgments import Category
 from groundkit.corpus.passage import Chunk, Excerpt
-from groundkit.corpus.spans import ResolvedJudgment
+from groundkit.corpus.spans import JudgedPassage, ResolvedJudgment
 from groundkit.errors import ArtifactError, ParamsError, RunFileError
 from groundkit.pipeline.stages import (
     CHUNKING,
@@ -21,6 +21,7 @@ from groundkit.pipeline.stages import (
     EMBEDDINGS,
     GOLD_SPANS,
     INDEX,
+    MACHINE_POOL_FILE,
     MACHINE_SPANS,
     MACHINE_SPANS_FILE,
     PASSAGES,
@@ -35,7 +36,7 @@ from groundkit.retrieval.trec import qrels_lines
 from groundkit.scoring.measures import Cutoff, Metric, Relevance, metrics_of
 from groundkit.scoring.schema import ExternalRunFile, QueryResult, RunMetadata
 from groundkit.scoring.score import budget_curve, hit_rate_curve, score_run, score_two_label_sets
-from groundkit.scoring.two_labels import LabelSets, estimate
+from groundkit.scoring.two_labels import LabelSets, estimate, holes, judged_at
 from groundkit.scoring.two_labels import headline as ppi_headline
 
 if TYPE_CHECKING:
@@ -139,10 +140,22 @@ def run(
     sets = LabelSets.from_result(result)
     if sets is not None:
         # The intervals assume the person's labels were drawn from this very machine judgments file.
-        judged = {m.query_id for m in machine}
+        asked_judge = {m.query_id for m in machine}
         drawn = all(j.sample is not None and j.sample.of == metadata.machine_judgments_hash
-                    for j in judgments if j.query_id in judged)
-        summary = {"labels": JUDGE_LABELS, **summary, "ppi": estimate(sets, drawn=drawn)}
+                    for j in judgments if j.query_id in asked_judge)
+        block = estimate(sets, drawn=drawn)
+        pool_file = machine_spans / MACHINE_POOL_FILE
+        judged = None
+        if pool_file.is_file():
+            pool = store.read_models(pool_file, JudgedPassage, producer=written_by(MACHINE_SPANS))
+            ks = sorted({m.cut.value for m in metrics if m.cut is not None and m.cut.kind is Cutoff.RANK}) or \
+                [params.retrieve.depth]
+            judged = judged_at(machine, {q: [by_id[p] for p in ranked[q]] for q in asked_judge}, pool, ks)
+        hole = holes(judged)
+        if hole:
+            block["warnings"].append(hole)
+        metadata = metadata.model_copy(update={"judged": judged})
+        summary = {"labels": JUDGE_LABELS, **summary, "judged": judged, "ppi": block}
     bars = _bars(metrics)
     categories = [{"category": name, **{m: block[m] for m in bars}}
                   for name, block in summary["by_category"].items() if name != Category.NO_ANSWER.value]

@@ -31,6 +31,7 @@ from groundkit.pipeline.stages import (
     Artifact,
     Output,
     ParamPath,
+    RenderedPath,
     written_by,
 )
 from tests.dvc_helpers import REPO
@@ -149,7 +150,7 @@ def test_every_input_is_written_by_an_earlier_stage():
     written: set[Artifact] = set()
     for stage in STAGES:
         for port in stage.inputs:
-            assert isinstance(port.source, ParamPath) or port.source in written, (stage.name, port.source.path)
+            assert isinstance(port.source, ParamPath | RenderedPath) or port.source in written, (stage.name, port)
         written.update(output.artifact for output in stage.outputs)
 
 

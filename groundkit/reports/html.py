@@ -129,10 +129,14 @@ def _verdict(comparison: Comparison | None, side: Side, gate: list[str] | None, 
         judged = ", ".join(comparison.gate) or "nothing (no gated metric)"
         reason = verdict_reason(comparison.gate, stats, only.traded, only.costs)
         cls = VERDICT_CLASSES.get(only.verdict, "neutral")
+        interval = "the paired sign-flip test inverted"
+        if only.ppi is not None:
+            interval += (f"; for {', '.join(only.ppi['metrics'])}, PPI's normal interval: "
+                         f"{only.ppi['n']} queries labelled by a person, {only.ppi['N']} by the judge alone")
         verdict = (f'<p class="verdict {cls}" id="verdict">Verdict: <strong>{escape_html(only.verdict)}'
                    f"</strong>: {escape_html(reason)}.</p><p class=\"method\">Judged by {escape_html(judged)}, "
                    f"p and CIs {escape_html(comparison.correction)}-corrected over them, alpha {alpha}; a row is "
-                   "marked exactly when its CI (the paired sign-flip test inverted) excludes 0; as "
+                   f"marked exactly when its CI ({escape_html(interval)}) excludes 0; as "
                    "<code>groundkit compare</code> decides it (<code>--metric</code> and <code>--alpha</code> "
                    "choose).</p>")
         verdict += "".join(f'<p class="note">{escape_html(n)}</p>' for n in comparison.gate_notes)
@@ -145,10 +149,10 @@ def _verdict(comparison: Comparison | None, side: Side, gate: list[str] | None, 
     overall = [d for d in rows if d.category == ALL]
     found = [f"{_number(d.mde, d.metric)} in {escape_html(d.metric)}" for d in overall if d.mde is not None]
     if found:
-        n = overall[0].queries
-        mde = (f"What these judgments can detect: with {n} answerable queries, a true change of about "
-               f"{', '.join(found)} ({POWER:.0%} power, alpha {alpha}, from the "
-               f"{'baseline' if comparison is not None else 'run'}'s per-query spread); a smaller one is likely "
+        spread = ("PPI standard error of the paired differences" if overall[0].labelled is not None else
+                  f"{'baseline' if comparison is not None else 'run'}'s per-query spread")
+        mde = (f"What these judgments can detect: with {overall[0].count_text()}, a true change of about "
+               f"{', '.join(found)} ({POWER:.0%} power, alpha {alpha}, from the {spread}); a smaller one is likely "
                "missed.")
     else:
         mde = "What these judgments can detect: " + "; ".join(

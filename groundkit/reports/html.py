@@ -74,7 +74,19 @@ def _higher_is_better(metric: str) -> bool:
     return MEASURES.parse(metric).measure.directed
 
 
-def _metrics_table(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alpha: float) -> str:
+def _delta_class(row: dict[str, Any], traded: set[str]) -> str | None:
+    """How a delta is coloured: ``traded`` for a gated metric that moved only with its context (the verdict's note),
+    else ``better`` or ``worse`` by its direction where it is significant; None where it says nothing."""
+    m = row["metric"]
+    if not (row["significant"] and row["delta"] and _higher_is_better(m)):
+        return None
+    if m in traded:
+        return "traded"
+    return "better" if row["delta"] > 0 else "worse"
+
+
+def _metrics_table(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alpha: float,
+                   traded: set[str]) -> str:
     head = ("<tr><th>metric</th><th>baseline</th><th>run</th><th>delta</th><th>CI of the delta (decides)</th>"
             "<th>raw 95% CI (bootstrap)</th><th>p</th></tr>" if has_base
             else "<tr><th>metric</th><th>mean</th><th>95% CI of the mean</th></tr>")
@@ -86,9 +98,8 @@ def _metrics_table(rows: list[dict[str, Any]], headline: list[str], has_base: bo
         cls = ' class="headline"' if m in headline else ""
         if has_base:
             p = "n/a" if row["p"] is None else f"{row['p']:.4f}"
-            mark = ""
-            if row["significant"] and row["delta"] and _higher_is_better(m):
-                mark = ' class="better"' if row["delta"] > 0 else ' class="worse"'
+            colour = _delta_class(row, traded)
+            mark = "" if colour is None else f' class="{colour}"'
             star = " *" if row["significant"] else ""
             body.append(f"<tr{cls}><td>{escape_html(m)}</td><td>{_number(row['baseline'], m)}</td>"
                         f"<td>{_number(row['run'], m)}</td><td{mark}>{_number(row['delta'], m, True)}{star}</td>"
@@ -98,7 +109,7 @@ def _metrics_table(rows: list[dict[str, Any]], headline: list[str], has_base: bo
     return f'<table class="metrics"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def _cards(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alpha: float) -> str:
+def _cards(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alpha: float, traded: set[str]) -> str:
     by_metric = {r["metric"]: r for r in rows}
     cards = []
     for m in headline:
@@ -107,9 +118,8 @@ def _cards(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alph
         if has_base:
             ci = f" (CI {escape_html(row['decides'])})"
             p = "" if row["p"] is None else f", p = {row['p']:.4f}"
-            mark = ""
-            if row["significant"] and row["delta"] and _higher_is_better(m):
-                mark = " better" if row["delta"] > 0 else " worse"
+            colour = _delta_class(row, traded)
+            mark = "" if colour is None else f" {colour}"
             detail = f'<div class="delta{mark}">{_number(row["delta"], m, True)} vs baseline{ci}{p}</div>'
         elif row["ci"] is not None:
             detail = f'<div class="delta">95% CI {_number(row["ci"][0], m)} to {_number(row["ci"][1], m)}</div>'
@@ -118,7 +128,9 @@ def _cards(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alph
     return f'<div class="cards">{"".join(cards)}</div>'
 
 
-VERDICT_CLASSES = {"better": "better", "worse": "worse", "mixed": "mixed"}
+VERDICT_CLASSES = {"better": "better", "worse": "worse", "mixed": "mixed", "traded": "traded"}
+"""The verdicts the header colours (the style sheet, groundkit/reports/_page.py, defines each): better green, worse red,
+mixed yellow, traded teal (it passes the gate, with a note); the rest are neutral."""
 
 
 def _verdict(comparison: Comparison | None, side: Side, gate: list[str] | None, alpha: float) -> str:
@@ -237,6 +249,7 @@ def render(run: Input, base: Input | None = None, comparison: Comparison | None 
     facts = [f"{answerable} answerable queries, {no_answer} no-answer",
              f"judgments {side.metadata['judgments_hash'][:12]}", f"corpus {side.metadata['corpus_hash'][:12]}"]
     only = comparison.candidates[0] if comparison is not None else None
+    traded = set(only.traded) if only is not None else set()
     if only is not None and only.params_changed:
         facts.append("changed: " + ", ".join(f"{k} {v[0]} → {v[1]}" for k, v in only.params_changed.items()))
     if only is not None and only.corpus_change:
@@ -266,8 +279,8 @@ def render(run: Input, base: Input | None = None, comparison: Comparison | None 
     shown_facts = " · ".join(escape_html(f) for f in facts)
     body = f"""<header><h1>{escape_html(title)}</h1><p class="facts">{shown_facts}</p>
 {_verdict(comparison, side, gate, alpha)}{notes}</header>
-<section id="headline"><h2>Headline</h2>{_cards(rows, headline, has_base, alpha)}<p class="method">{method}</p>
-<details><summary>All metrics</summary>{_metrics_table(rows, headline, has_base, alpha)}</details></section>
+<section id="headline"><h2>Headline</h2>{_cards(rows, headline, has_base, alpha, traded)}<p class="method">{method}</p>
+<details><summary>All metrics</summary>{_metrics_table(rows, headline, has_base, alpha, traded)}</details></section>
 <section id="charts"><h2>Where the gold is found</h2><div class="charts">
 <figure>{line_chart("Hit rate against k", series_hit, x_label="k (passages read)", y_label="hit rate", log_x=True)}
 <figcaption>Share of answerable queries with a gold passage in the top k.</figcaption></figure>

@@ -21,9 +21,10 @@ h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:24px 0 8px;border-bottom
 min-width:190px}.card .name{color:var(--muted)}.card .value{font-size:26px;font-weight:600}.card .delta{font-size:12px}
 table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;
 vertical-align:top}th{background:#f6f8fa}table.metrics{width:auto}tr.headline td{font-weight:600}
-.better{color:#1a7f37;font-weight:600}.worse{color:#cf222e;font-weight:600}
+.better{color:#1a7f37;font-weight:600}.worse{color:#cf222e;font-weight:600}.traded{color:#0e6b73;font-weight:600}
 .verdict{font-size:1.15em;padding:8px 12px;border-radius:6px;border:1px solid var(--border,#d0d7de);margin:10px 0 4px}
 .verdict.better{background:#dafbe1}.verdict.worse{background:#ffebe9}.verdict.mixed{background:#fff8c5}
+.verdict.traded{background:#d3f5f0;border-color:#1b7c83}
 .verdict.neutral{background:#f6f8fa;font-weight:400}.mde{margin:4px 0 10px}
 .charts{display:flex;flex-wrap:wrap;gap:16px}figure{margin:0}svg.chart{max-width:100%;height:auto}
 svg .grid{stroke:#eaeef2}svg .axis{stroke:#59636e}svg text{font:11px system-ui,sans-serif;fill:#59636e}

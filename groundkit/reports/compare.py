@@ -31,7 +31,7 @@ import numpy as np
 
 from groundkit.errors import CompareError, MeasureError
 from groundkit.reports.compare_ppi import two_label_comparison
-from groundkit.reports.inference import MIN_QUERIES, TOO_FEW, NormalNull, Ties, tied_with_best
+from groundkit.reports.inference import MIN_QUERIES, TOO_FEW, TOO_FEW_LABELLED, NormalNull, Ties, tied_with_best
 from groundkit.reports.paired import Stat, count_text, decide_rows, paired_rows, untested_reason
 from groundkit.reports.sides import NO_ANSWER, Side, params_changed
 from groundkit.reports.stats import (
@@ -69,7 +69,8 @@ class Detectable:
 
     ``sd`` is the baseline's per-query standard deviation; the differences to a candidate are taken
     to have sqrt(2) times it (see :func:`detectable`). ``mde`` is None when nothing is detectable,
-    and ``note`` says why.
+    and ``note`` says why. With two label sets ``labelled`` is the queries a person labelled, which the
+    PPI figure rests on, and ``queries`` every machine-judged query.
     """
 
     metric: str
@@ -79,10 +80,19 @@ class Detectable:
     sd: float | None
     mde: float | None
     note: str | None = None
+    labelled: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "category": self.category, "queries": self.queries,
-                "baseline": self.baseline, "sd": self.sd, "mde": self.mde, "note": self.note}
+                "labelled": self.labelled, "baseline": self.baseline, "sd": self.sd, "mde": self.mde,
+                "note": self.note}
+
+    def count_text(self) -> str:
+        """The queries the figure rests on: ``21 answerable queries``; with two label sets ``40 machine-judged
+        queries (12 labelled by a person)``."""
+        if self.labelled is None:
+            return count_text(self.queries)
+        return f"{self.queries} machine-judged queries ({self.labelled} labelled by a person)"
 
 
 @dataclass(frozen=True)
@@ -460,6 +470,9 @@ def compare(
                 overall[name] = replace(row, null=NormalNull(row.delta or 0.0, se)
                                         if two_labels.n >= MIN_QUERIES else None)
         ppis.append(two_labels)
+    # Every candidate's person-labelled queries are the baseline's (two_label_comparison refuses others): one note.
+    gate_notes += [f"only {count_text(n, by_person=True)}, {TOO_FEW_LABELLED}"
+                   for n in sorted({t.n for t in ppis if t is not None and t.n < MIN_QUERIES})]
     judged = [m for m in shared if m in gate]  # the gate in the order the runs report it, as every table lists it
     for overall, _ in measured:  # every row not gated is decided alone, at alpha
         alone = [s for m, s in overall.items() if m not in judged]
@@ -498,7 +511,7 @@ def compare(
         at = {name: j for j, name in enumerate(first.metrics)}
         found = [Detectable(d.metric, ALL, first.n + first.N, float(first.baseline.estimate[at[d.metric]]), None,
                             first.mde(at[d.metric], alpha), f"PPI: {first.n} labelled by a person, {first.N} by "
-                            "the judge alone; from the standard error of the paired differences")
+                            "the judge alone; from the standard error of the paired differences", labelled=first.n)
                  if d.metric in at and d.category == ALL else d for d in found]
     return Comparison(baseline=baseline, candidates=tuple(results), gate=gate, alpha=alpha, max_drop=max_drop,
                       correction=correction, tests=sum(1 for p in adjusted if p is not None),

@@ -16,6 +16,7 @@ answerable-only mean the rest of the report shows.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,13 +47,19 @@ class TwoLabelComparison:
 
     def stat(self, j: int) -> dict[str, Any]:
         """Row ``j`` as compare's Stat fields: PPI's means, delta, interval and p-value over the n + N queries;
-        wins, ties and losses over the n differences under the person's labels."""
+        wins, ties and losses over the n differences under the person's labels.
+
+        ``queries`` is n, not n + N: the interval's width comes from the person's sample, so n is what the rule on
+        too few queries and the non-inferiority sample size count, and ``sd`` is the standard error times sqrt(n)
+        (the SD that n queries of a plain mean would need for the same interval).
+        """
         delta, d = self.delta.row(j), self.labelled_differences[j]
         wins, losses = int(np.count_nonzero(d > 0)), int(np.count_nonzero(d < 0))
-        return {"metric": self.metrics[j], "queries": self.n + self.N, "baseline": float(self.baseline.estimate[j]),
+        return {"metric": self.metrics[j], "queries": self.n, "baseline": float(self.baseline.estimate[j]),
                 "candidate": float(self.candidate.estimate[j]), "delta": delta.estimate, "ci_low": delta.ci_low,
                 "ci_high": delta.ci_high, "p_value": delta.p_value, "effect_size": None, "wins": wins,
-                "ties": d.size - wins - losses, "losses": losses}
+                "ties": d.size - wins - losses, "losses": losses, "sd": delta.std_error * math.sqrt(self.n),
+                "by_person": True}
 
     def mde(self, j: int, alpha: float) -> float:
         return minimum_detectable_effect(float(self.delta.std_error[j]), alpha=alpha, power=POWER)

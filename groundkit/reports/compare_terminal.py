@@ -26,6 +26,7 @@ from groundkit.reports.compare_text import (
     separability_text,
     tie_lines,
     to_json,
+    two_label_text,
 )
 from groundkit.reports.paired import Stat, number_text, signed_text
 from groundkit.reports.stats import RESAMPLES, SEED
@@ -113,15 +114,16 @@ def render_text(result: Comparison, *, top: int = 10) -> str:
 
 def _page_text(result: Comparison, r: CandidateResult, *, top: int) -> str:
     b, c = result.baseline, r.side
-    answerable = r.overall[0].queries if r.overall else 0
     tests = result.tests
     stats = {s.metric: s for s in r.overall}
     reason = verdict_reason(result.gate, stats, r.traded, r.costs)
     lines = [*_wrap(f"groundkit compare: {terminal_text(b.label)} -> {terminal_text(c.label)}, paired over "
-                    f"{answerable} answerable queries"), ""]
+                    f"{result.queries} answerable queries"), ""]
     lines += _wrap(f"Verdict: {r.verdict}, as {reason}.")
     lines += _wrap(f"Gated at alpha {result.alpha}, {correction_text(result.correction, tests)}; CI (decides): the "
                    "sign-flip test inverted at the corrected level; * marks a CI that excludes 0.")
+    if r.ppi is not None:
+        lines += _wrap(f"Two label sets: {two_label_text(r.ppi)}")
     for g in r.gate_lines:
         lines += _wrap(f"Gate {'passed' if g.passed else 'FAILED'}: {g.metric}, rule {g.rule}: {g.text}.")
     for m, why in r.untested.items():
@@ -138,10 +140,10 @@ def _page_text(result: Comparison, r: CandidateResult, *, top: int) -> str:
         lines += _wrap(f"Changed: {changed}.")
     else:
         lines += ["Changed: no parameter."]
-    detectable = [f"{number_text(d.mde, d.metric)} in {d.metric}" for d in result.detectable
-                  if d.category == ALL and d.mde is not None]
+    overall = [d for d in result.detectable if d.category == ALL]
+    detectable = [f"{number_text(d.mde, d.metric)} in {d.metric}" for d in overall if d.mde is not None]
     if detectable:
-        lines += _wrap(f"These {answerable} queries can detect a change of about {', '.join(detectable)} "
+        lines += _wrap(f"These {overall[0].count_text()} can detect a change of about {', '.join(detectable)} "
                        "(80% power); a smaller one is likely to be missed.")
     one_sided = [f"{m} ({side} only)" for side in ("baseline", "candidate") for m in r.one_sided.get(side, [])]
     if one_sided:

@@ -47,11 +47,22 @@ def decided_text(stat: Stat) -> str:
     d, m = stat.decided, stat.metric
     if d is None:
         few = stat.p_value is not None
-        return (f"n/a ({stat.queries} {'query' if stat.queries == 1 else 'queries'}"
-                f"{f'; < {MIN_QUERIES}' if few else ''})")
+        # A PPI row counts the queries a person labelled (the page's two-label line says so), in a narrow cell.
+        counted = "labelled" if stat.by_person else ("query" if stat.queries == 1 else "queries")
+        return f"n/a ({stat.queries} {counted}{f'; < {MIN_QUERIES}' if few else ''})"
     low = "0" if d.open_low else _bound(d.low, m)
     high = "0" if d.open_high else _bound(d.high, m)
     return f"{d.bounds[0]}{low}, {high}{d.bounds[1]} {level_text(1 - d.level)}"
+
+
+def two_label_text(ppi: dict[str, Any]) -> str:
+    """What a PPI row is (two label sets), in words: every format's page says it once, above the rows."""
+    return (f"{ppi['n']} queries labelled by a person, {ppi['N']} by the judge alone. The overall rows of "
+            f"{', '.join(ppi['metrics'])} are PPI++ over all {ppi['n'] + ppi['N']} machine-judged queries (a query "
+            "with nothing relevant scores 0): delta, CI and p on the paired differences, normal approximation (the CI "
+            f"that decides is that same normal interval at the row's level); W/T/L over the person's {ppi['n']}, and "
+            f"with fewer than {MIN_QUERIES} of them no test. The gate and the MDE read them. Per category: the judge's "
+            "labels alone.")
 
 
 def level_text(level: float) -> str:
@@ -122,8 +133,8 @@ def detectable_lines(rows: list[Detectable], alpha: float) -> list[str]:
     summary = [f"about {number_text(d.mde, d.metric)} in {d.metric}" for d in rows
                if d.category == ALL and d.mde is not None]
     if summary:
-        n = next(d.queries for d in rows if d.category == ALL)
-        lines += ["", f"With {n} answerable queries these judgments can detect a change of {', '.join(summary)}; "
+        counted = next(d for d in rows if d.category == ALL).count_text()
+        lines += ["", f"With {counted} these judgments can detect a change of {', '.join(summary)}; "
                   "a smaller true change is likely to be missed, and writing more judgments is how to see it."]
     return [*lines, ""]
 
@@ -138,12 +149,11 @@ def render_markdown(result: Comparison, *, top: int = 15) -> str:
 def _page_markdown(result: Comparison, r: CandidateResult, *, top: int) -> str:
     """One candidate's full page."""
     b, c = result.baseline, r.side
-    answerable = r.overall[0].queries if r.overall else 0
     tests = result.tests
     lines = [
         f"## groundkit compare: {markdown_code(b.label)} → {markdown_code(c.label)}",
         "",
-        f"Paired over {answerable} answerable queries (same judgments, hash "
+        f"Paired over {result.queries} answerable queries (same judgments, hash "
         f"`{short_hash(b.metadata['judgments_hash'])}`). {CI_LEGEND} p: paired randomization "
         f"test; {RESAMPLES:,} resamples each, seed {SEED}.",
         f"{EFFECT_LEGEND} The gated metrics ({', '.join(result.gate)}) are decided together, "
@@ -152,13 +162,7 @@ def _page_markdown(result: Comparison, r: CandidateResult, *, top: int) -> str:
         "",
     ]
     if r.ppi is not None:
-        ppi = r.ppi
-        lines += [f"**Two label sets**: {ppi['n']} queries labelled by a person, {ppi['N']} by the judge alone. "
-                  f"The overall rows of {', '.join(f'`{m}`' for m in ppi['metrics'])} are PPI++ over all "
-                  f"{ppi['n'] + ppi['N']} machine-judged queries (a query with nothing relevant scores 0): delta, "
-                  "CI and p on the paired differences, normal approximation (the CI that decides is that same "
-                  "normal interval at the row's level); W/T/L over the person's "
-                  f"{ppi['n']}. The gate and the MDE read them. Per category: the judge's labels alone.", ""]
+        lines += [f"**Two label sets**: {two_label_text(r.ppi)}", ""]
     if r.corpus_change:
         lines += [f"**Corpus changed** (`--allow-corpus-change`): corpus_hash `{r.corpus_change['baseline']}` "
                   f"→ `{r.corpus_change['candidate']}`; the same judgments were scored over other documents.",

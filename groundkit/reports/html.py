@@ -78,7 +78,19 @@ def _higher_is_better(metric: str) -> bool:
     return MEASURES.parse(metric).measure.directed
 
 
-def _metrics_table(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alpha: float) -> str:
+def _delta_class(row: dict[str, Any], traded: set[str]) -> str | None:
+    """How a delta is coloured: ``traded`` for a gated metric that moved only with its context (the verdict's note),
+    else ``better`` or ``worse`` by its direction where it is significant; None where it says nothing."""
+    m = row["metric"]
+    if not (row["significant"] and row["delta"] and _higher_is_better(m)):
+        return None
+    if m in traded:
+        return "traded"
+    return "better" if row["delta"] > 0 else "worse"
+
+
+def _metrics_table(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alpha: float,
+                   traded: set[str]) -> str:
     head = ("<tr><th>metric</th><th>baseline</th><th>run</th><th>delta</th><th>CI of the delta (decides)</th>"
             "<th>raw 95% CI (bootstrap)</th><th>p</th></tr>" if has_base
             else "<tr><th>metric</th><th>mean</th><th>95% CI of the mean</th></tr>")
@@ -90,9 +102,8 @@ def _metrics_table(rows: list[dict[str, Any]], headline: list[str], has_base: bo
         cls = ' class="headline"' if m in headline else ""
         if has_base:
             p = "n/a" if row["p"] is None else f"{row['p']:.4f}"
-            mark = ""
-            if row["significant"] and row["delta"] and _higher_is_better(m):
-                mark = ' class="better"' if row["delta"] > 0 else ' class="worse"'
+            colour = _delta_class(row, traded)
+            mark = "" if colour is None else f' class="{colour}"'
             star = " *" if row["significant"] else ""
             body.append(f"<tr{cls}><td>{escape_html(m)}</td><td>{_number(row['baseline'], m)}</td>"
                         f"<td>{_number(row['run'], m)}</td><td{mark}>{_number(row['delta'], m, True)}{star}</td>"
@@ -102,7 +113,7 @@ def _metrics_table(rows: list[dict[str, Any]], headline: list[str], has_base: bo
     return f'<table class="metrics"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def _cards(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alpha: float) -> str:
+def _cards(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alpha: float, traded: set[str]) -> str:
     by_metric = {r["metric"]: r for r in rows}
     cards = []
     for m in headline:
@@ -111,9 +122,8 @@ def _cards(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alph
         if has_base:
             ci = f" (CI {escape_html(row['decides'])})"
             p = "" if row["p"] is None else f", p = {row['p']:.4f}"
-            mark = ""
-            if row["significant"] and row["delta"] and _higher_is_better(m):
-                mark = " better" if row["delta"] > 0 else " worse"
+            colour = _delta_class(row, traded)
+            mark = "" if colour is None else f" {colour}"
             detail = f'<div class="delta{mark}">{_number(row["delta"], m, True)} vs baseline{ci}{p}</div>'
         elif row["ci"] is not None:
             detail = f'<div class="delta">95% CI {_number(row["ci"][0], m)} to {_number(row["ci"][1], m)}</div>'
@@ -122,7 +132,9 @@ def _cards(rows: list[dict[str, Any]], headline: list[str], has_base: bool, alph
     return f'<div class="cards">{"".join(cards)}</div>'
 
 
-VERDICT_CLASSES = {"better": "better", "worse": "worse", "mixed": "mixed"}
+VERDICT_CLASSES = {"better": "better", "worse": "worse", "mixed": "mixed", "traded": "traded"}
+"""The verdicts the header colours (the style sheet, groundkit/reports/_page.py, defines each): better green, worse red,
+mixed yellow, traded teal (it passes the gate, with a note); the rest are neutral."""
 
 
 def _verdict(comparison: Comparison | None, side: Side, gate: list[str] | None, alpha: float) -> str:
@@ -133,10 +145,14 @@ def _verdict(comparison: Comparison | None, side: Side, gate: list[str] | None, 
         judged = ", ".join(comparison.gate) or "nothing (no gated metric)"
         reason = verdict_reason(comparison.gate, stats, only.traded, only.costs)
         cls = VERDICT_CLASSES.get(only.verdict, "neutral")
+        interval = "the paired sign-flip test inverted"
+        if only.ppi is not None:
+            interval += (f"; for {', '.join(only.ppi['metrics'])}, PPI's normal interval: "
+                         f"{only.ppi['n']} queries labelled by a person, {only.ppi['N']} by the judge alone")
         verdict = (f'<p class="verdict {cls}" id="verdict">Verdict: <strong>{escape_html(only.verdict)}'
                    f"</strong>: {escape_html(reason)}.</p><p class=\"method\">Judged by {escape_html(judged)}, "
                    f"p and CIs {escape_html(comparison.correction)}-corrected over them, alpha {alpha}; a row is "
-                   "marked exactly when its CI (the paired sign-flip test inverted) excludes 0; as "
+                   f"marked exactly when its CI ({escape_html(interval)}) excludes 0; as "
                    "<code>groundkit compare</code> decides it (<code>--metric</code> and <code>--alpha</code> "
                    "choose).</p>")
         verdict += "".join(f'<p class="note">{escape_html(n)}</p>' for n in comparison.gate_notes)
@@ -152,10 +168,10 @@ def _verdict(comparison: Comparison | None, side: Side, gate: list[str] | None, 
     overall = [d for d in rows if d.category == ALL]
     found = [f"{_number(d.mde, d.metric)} in {escape_html(d.metric)}" for d in overall if d.mde is not None]
     if found:
-        n = overall[0].queries
-        mde = (f"What these judgments can detect: with {n} answerable queries, a true change of about "
-               f"{', '.join(found)} ({POWER:.0%} power, alpha {alpha}, from the "
-               f"{'baseline' if comparison is not None else 'run'}'s per-query spread); a smaller one is likely "
+        spread = ("PPI standard error of the paired differences" if overall[0].labelled is not None else
+                  f"{'baseline' if comparison is not None else 'run'}'s per-query spread")
+        mde = (f"What these judgments can detect: with {overall[0].count_text()}, a true change of about "
+               f"{', '.join(found)} ({POWER:.0%} power, alpha {alpha}, from the {spread}); a smaller one is likely "
                "missed.")
     else:
         mde = "What these judgments can detect: " + "; ".join(
@@ -307,6 +323,7 @@ def render(run: Input, base: Input | None = None, comparison: Comparison | None 
     facts = [f"{answerable} answerable queries, {no_answer} no-answer",
              f"judgments {side.metadata['judgments_hash'][:12]}", f"corpus {side.metadata['corpus_hash'][:12]}"]
     only = comparison.candidates[0] if comparison is not None else None
+    traded = set(only.traded) if only is not None else set()
     if only is not None and only.params_changed:
         facts.append("changed: " + ", ".join(f"{k} {v[0]} → {v[1]}" for k, v in only.params_changed.items()))
     if only is not None and only.corpus_change:
@@ -337,9 +354,9 @@ def render(run: Input, base: Input | None = None, comparison: Comparison | None 
     headline_note = " (the judge's labels: biased)" if side.per_query.human_values is not None else ""
     body = f"""<header><h1>{escape_html(title)}</h1><p class="facts">{shown_facts}</p>
 {_verdict(comparison, side, gate, alpha)}{notes}</header>
-{_two_labels(run)}<section id="headline"><h2>Headline{headline_note}</h2>{_cards(rows, headline, has_base, alpha)}
-<p class="method">{method}</p>
-<details><summary>All metrics</summary>{_metrics_table(rows, headline, has_base, alpha)}</details></section>
+{_two_labels(run)}<section id="headline"><h2>Headline{headline_note}</h2>
+{_cards(rows, headline, has_base, alpha, traded)}<p class="method">{method}</p>
+<details><summary>All metrics</summary>{_metrics_table(rows, headline, has_base, alpha, traded)}</details></section>
 <section id="charts"><h2>Where the gold is found</h2><div class="charts">
 <figure>{line_chart("Hit rate against k", series_hit, x_label="k (passages read)", y_label="hit rate", log_x=True)}
 <figcaption>Share of answerable queries with a gold passage in the top k.</figcaption></figure>

@@ -59,6 +59,12 @@ MIN_QUERIES = 10
 TOO_FEW = (f"fewer than {MIN_QUERIES} paired queries: groundkit claims no significance below {MIN_QUERIES} (the "
            "sign-flip test's interval leans on the symmetry of the differences, which so few cannot show)")
 
+TOO_FEW_LABELLED = (f"fewer than {MIN_QUERIES} queries labelled by a person: groundkit claims no significance below "
+                    f"{MIN_QUERIES} (PPI's normal interval takes its spread from the person's labels, which so few "
+                    "cannot estimate)")
+"""The same rule for a PPI row (two label sets): its test rests on the queries a person labelled, not on every
+machine-judged query."""
+
 
 class Null(Protocol):
     """What a row's deciding interval is read from: a test that can be inverted at any level."""
@@ -251,21 +257,26 @@ def decide_family(nulls: Sequence[Null | None], deltas: Sequence[float | None], 
 # --- non-inferiority ----------------------------------------------------------------------------
 
 
-def queries_for_non_inferiority(sd: float, margin: float, alpha: float, power: float = POWER) -> int | None:
+def queries_for_non_inferiority(sd: float, margin: float, alpha: float, power: float = POWER, *,
+                                normal: bool = False) -> int | None:
     """The queries at which a candidate truly equal to the baseline passes ``margin`` with ``power``.
 
     The gate passes when the one-sided (1 - alpha) lower bound of the mean difference, about
     ``mean - t_a * s / sqrt(n)``, lies above ``-margin``; with a true mean of 0 that happens with
     probability ``power`` when ``n = ((t_a + t_b) * sd / margin)**2``, the t quantiles at n - 1 degrees of
     freedom (the SD is estimated too), solved by iteration from the normal ``((z_a + z_b) * sd / margin)**2``
-    and rounded up (Chow, Shao & Wang 2008, sec. 3.1). None when the differences have no spread.
+    and rounded up (Chow, Shao & Wang 2008, sec. 3.1). ``normal``: the bound is a normal one (a PPI row's,
+    ``mean - z_a * se``), so the normal figure is the answer, with ``sd`` PPI's standard error times sqrt(n),
+    n the queries a person labelled. Never below :data:`MIN_QUERIES`; None when the differences have no spread.
     """
     if sd <= 0:
         return None
-    from scipy.stats import t as student
-
     norm = NormalDist()
     n = max(MIN_QUERIES, math.ceil(((norm.inv_cdf(1 - alpha) + norm.inv_cdf(power)) * sd / margin) ** 2))
+    if normal:
+        return n
+    from scipy.stats import t as student
+
     for _ in range(50):
         df = n - 1
         following = max(MIN_QUERIES, math.ceil(((student.ppf(1 - alpha, df) + student.ppf(power, df)) * sd

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from groundkit.reports.inference import TOO_FEW, Decided, Null, decide_family, paired_tests
+from groundkit.reports.inference import TOO_FEW, TOO_FEW_LABELLED, Decided, Null, decide_family, paired_tests
 from groundkit.reports.stats import adjust_p_values, effect_size, wins_ties_losses
 from groundkit.scoring.measures import MEASURES
 
@@ -29,6 +29,11 @@ class Stat:
     ``ci_low``/``ci_high`` are the raw 95% percentile-bootstrap interval (shown as "raw 95% CI"); ``null`` is what
     the deciding interval is read from (None below MIN_QUERIES queries), ``decided`` that interval once the row's
     family is decided (:func:`decide_rows`), ``sd`` the standard deviation of the paired differences.
+
+    ``by_person`` marks a PPI row (two label sets, groundkit/reports/compare_ppi.py): its estimate is over every
+    machine-judged query, but its test rests on the queries a person labelled, so ``queries`` counts those (n), the
+    count every rule on too few queries reads, and ``sd`` is PPI's standard error times sqrt(n), the spread an
+    estimate from n labelled queries has.
     """
 
     metric: str
@@ -46,6 +51,7 @@ class Stat:
     null: Null | None = field(default=None, repr=False, compare=False)
     decided: Decided | None = None
     sd: float | None = None
+    by_person: bool = False
 
     @property
     def significant(self) -> bool:
@@ -97,12 +103,15 @@ def decide_rows(stats: Sequence[Stat], alpha: float, correction: str = "none") -
 def untested_reason(stat: Stat) -> str:
     """Why a row has no deciding interval."""
     if stat.p_value is None:
-        return f"{count_text(stat.queries)}; a paired test needs at least two"
-    return f"{count_text(stat.queries)}; {TOO_FEW}"
+        return f"{count_text(stat.queries, stat.by_person)}; a paired test needs at least two"
+    return f"{count_text(stat.queries, stat.by_person)}; {TOO_FEW_LABELLED if stat.by_person else TOO_FEW}"
 
 
-def count_text(queries: int) -> str:
-    return f"{queries} answerable {'query' if queries == 1 else 'queries'}"
+def count_text(queries: int, by_person: bool = False) -> str:
+    """The queries a test rests on, in words: ``21 answerable queries``, or for a PPI row (``by_person``) ``12
+    queries labelled by a person``."""
+    noun = "query" if queries == 1 else "queries"
+    return f"{queries} {noun} labelled by a person" if by_person else f"{queries} answerable {noun}"
 
 
 def number_text(value: float | None, metric: str) -> str:

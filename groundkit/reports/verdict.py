@@ -29,7 +29,7 @@ from typing import Protocol
 from groundkit.errors import CompareError
 from groundkit.inputs.text import terminal_text
 from groundkit.reports.inference import MIN_QUERIES, queries_for_non_inferiority
-from groundkit.reports.paired import Stat, number_text
+from groundkit.reports.paired import Stat, count_text, number_text
 from groundkit.scoring.measures import MEASURES, Cut, Cutoff
 
 CHARS = "chars"
@@ -229,30 +229,36 @@ class Tested(Protocol):
     delta: float | None
     sd: float | None
     null: object | None
+    by_person: bool
 
 
 def non_inferiority_lines(rows: Mapping[str, Tested], margins: Mapping[str, float], alpha: float) -> list[GateLine]:
     """One line per named metric: passed when the one-sided (1 - alpha) lower bound of the paired delta (the
-    sign-flip test inverted, inference.FlipNull.lower_bound) lies above ``-margin``.
+    sign-flip test inverted, inference.FlipNull.lower_bound; PPI's normal bound for a PPI row) lies above
+    ``-margin``.
 
     Every metric must pass (an intersection-union test: each at alpha, no correction needed, Berger 1982).
     Where the queries are fewer than a truly equal candidate needs to pass with 80% power, the line says so,
-    with that number, from the observed SD of the paired differences.
+    with that number, from the observed SD of the paired differences. A PPI row counts the queries a person
+    labelled, and its SD is PPI's standard error times sqrt(n), with normal quantiles, as its bound is normal.
     """
     lines = []
     for metric, margin in margins.items():
         row = rows[metric]
-        needed = None if row.sd is None else queries_for_non_inferiority(row.sd, margin, alpha)
+        needed = None if row.sd is None else queries_for_non_inferiority(row.sd, margin, alpha,
+                                                                           normal=row.by_person)
         few = ""
         if row.null is None:
             needed = max(needed or 0, MIN_QUERIES)
+        spread = "PPI standard error x sqrt(n)" if row.by_person else "SD of the paired differences"
         if needed is not None and row.queries < needed:
-            few = (f"; too few queries: {row.queries} paired, and a candidate equal to the baseline passes this "
-                   f"margin with 80% power only from about {needed} (SD of the paired differences "
+            few = (f"; too few queries: {count_text(row.queries, row.by_person)}, and a candidate equal to the "
+                   f"baseline passes this margin with 80% power only from about {needed} ({spread} "
                    f"{row.sd if row.sd is not None else float('nan'):.4f}); label more queries or widen the margin")
         if row.null is None:
-            lines.append(GateLine(metric, "non-inferiority", False, f"no lower bound with {row.queries} paired "
-                                  f"queries, so no evidence the drop is smaller than {margin}{few}"))
+            lines.append(GateLine(metric, "non-inferiority", False, f"no lower bound with "
+                                  f"{count_text(row.queries, row.by_person)}, so no evidence the drop is smaller "
+                                  f"than {margin}{few}"))
             continue
         bound = row.null.lower_bound(alpha)  # type: ignore[attr-defined]
         passed = bound > -margin

@@ -98,12 +98,13 @@ def test_the_ppi_delta_interval_and_p_value_equal_ppi_py_on_the_differences(two_
         # The overall row, the gate and the MDE read the PPI figures.
         row = overall[metric]
         assert (row["delta"], row["ci95"], row["p_value"]) == (figures["delta"], figures["ci95"], figures["p_value"])
-        assert row["queries"] == QUERIES and row["effect_size_dz"] is None
+        # The row's test rests on the person's sample: it counts the queries they labelled.
+        assert row["queries"] == LABELLED and row["effect_size_dz"] is None
         assert row["wins"] + row["ties"] + row["losses"] == LABELLED
         se = (high[0] - low[0]) / (2 * 1.959963984540054)
         assert figures["mde"] == pytest.approx(minimum_detectable_effect(float(se)), abs=1e-9)
         mde = {d["metric"]: d for d in report["detectable"] if d["category"] == "all"}[metric]
-        assert mde["mde"] == figures["mde"] and mde["queries"] == QUERIES
+        assert mde["mde"] == figures["mde"] and (mde["queries"], mde["labelled"]) == (QUERIES, LABELLED)
         # The judge alone: its mean difference over every query, marked biased.
         assert figures["machine_only"] == {"delta": pytest.approx(float(np.mean(np.concatenate([Yhat, Yhat_u])))),
                                            "biased": True}
@@ -211,3 +212,72 @@ def test_the_api_frame_carries_the_human_columns(two_chunk_sizes):
     assert [c for c in frame.columns if c.startswith("human.")] == ["human.recall@10", "human.ndcg@10"]
     assert np.array_equal(frame["human.ndcg@10"].to_numpy(), table.human_values[:, 1], equal_nan=True)
     assert int(frame["human.ndcg@10"].notna().sum()) == LABELLED
+
+
+def _judge_sees_no_change(root: Path, labelled: int, total: int = 40) -> tuple[Path, Path]:
+    """Two sides whose judge scores every query the same (its paired differences all 0) and whose person, on the
+    first ``labelled`` queries, finds the candidate 0.5 better and 0.5 worse in turn (mean 0, SD 0.5, ddof 0).
+
+    The judge tells nothing, so PPI's lambda is 0 and its estimate is the person's mean: standard error
+    0.5 / sqrt(labelled), which times sqrt(labelled) is 0.5. The judge's differences have no spread at all.
+    """
+    sides = []
+    for name, person in (("base", [0.5] * labelled), ("cand", [(1.0, 0.0)[i % 2] for i in range(labelled)])):
+        queries = [QueryResult(query_id=f"q{i:03d}", query=f"question {i}", category=Category.FACTOID, retrieved=10,
+                               gold_chunks=1, first_gold_rank=None,
+                               metrics={"recall@10": 1.0, "ndcg@10": 0.5, "chars@10": 8000.0},
+                               human_metrics={"recall@10": 1.0, "ndcg@10": person[i]} if i < labelled else None)
+                   for i in range(total)]
+        folder = root / name
+        folder.mkdir(parents=True)
+        result = StageResult(measures=METRICS, queries=queries, human_measures=DIRECTED)
+        (folder / "per_query.csv").write_text(result.per_query_csv(), encoding="utf-8")
+        (folder / "run.json").write_text(json.dumps({"corpus_hash": "c" * 64, "judgments_hash": "j" * 64,
+                                                     "groundkit_version": "0.1.0", "params": {}}), encoding="utf-8")
+        sides.append(folder)
+    return sides[0], sides[1]
+
+
+def test_too_few_queries_for_a_ppi_row_counts_the_person_labelled_and_reads_its_standard_error(tmp_path, capsys):
+    # 12 labelled of 40. The one-sided 95% bound is normal (PPI's), so by hand, with the effective SD 0.5:
+    # n = ((z_0.95 + z_0.8) * 0.5 / 0.1)**2 = ((1.644854 + 0.841621) * 5)**2 = 154.56, rounded up to 155.
+    # The judge's differences over all 40 queries have SD 0: read from them, the rule could name no number.
+    baseline, candidate = _judge_sees_no_change(tmp_path, labelled=12)
+    assert main(["compare", str(baseline), str(candidate), "--metric", "ndcg@10", "--non-inferiority",
+                 "ndcg@10=0.1", "--json"]) == 4
+    report = json.loads(capsys.readouterr().out)
+    (line,) = report["gate"]["lines"]
+    # Lower bound 0 - 1.644854 * 0.5 / sqrt(12) = -0.2374, not above -0.1.
+    assert line["text"] == ("delta +0.0000, one-sided 95% lower bound -0.2374 not above -0.1; too few queries: 12 "
+                            "queries labelled by a person, and a candidate equal to the baseline passes this margin "
+                            "with 80% power only from about 155 (PPI standard error x sqrt(n) 0.5000); label more "
+                            "queries or widen the margin")
+    ndcg = {s["metric"]: s for s in report["overall"]}["ndcg@10"]
+    assert ndcg["queries"] == 12 and ndcg["significant"] is False and report["gate"]["untested"] == {}
+
+
+def test_a_ppi_row_under_ten_labelled_queries_says_so_wherever_it_is_described(tmp_path, capsys):
+    # 8 labelled of 40 machine-judged queries: 40 answerable pairs, but the PPI row's test rests on the 8, so it is
+    # not tested, and every reason counts the 8 (not the 40) and names the person's labels.
+    baseline, candidate = _judge_sees_no_change(tmp_path, labelled=8)
+    assert main(["compare", str(baseline), str(candidate), "--metric", "ndcg@10", "--non-inferiority",
+                 "ndcg@10=0.1", "--json"]) == 4
+    report = json.loads(capsys.readouterr().out)
+    few = ("fewer than 10 queries labelled by a person: groundkit claims no significance below 10 (PPI's normal "
+           "interval takes its spread from the person's labels, which so few cannot estimate)")
+    assert report["gate"]["untested"] == {"ndcg@10": f"8 queries labelled by a person; {few}"}
+    assert report["gate"]["notes"] == [f"only 8 queries labelled by a person, {few}"]
+    (line,) = report["gate"]["lines"]
+    assert line["text"].startswith("no lower bound with 8 queries labelled by a person, so no evidence the drop is "
+                                   "smaller than 0.1; too few queries: 8 queries labelled by a person, and a candidate "
+                                   "equal to the baseline passes this margin with 80% power only from about 155 ")
+    assert report["verdict"] == "untested"
+    main(["compare", str(baseline), str(candidate), "--metric", "ndcg@10", "--format", "text"])
+    text = capsys.readouterr().out
+    words = " ".join(text.split())  # unwrapped
+    assert words.startswith(f"groundkit compare: {baseline} -> {candidate}, paired over 40 answerable queries ")
+    assert "ndcg@10         0.5000     0.5000  +0.0000  n/a (8 labelled; < 10)" in text
+    # MDE from PPI's standard error 0.5 / sqrt(8): (1.959964 + 0.841621) * 0.176777 = 0.4953.
+    assert ("These 40 machine-judged queries (8 labelled by a person) can detect a change of about 0.4953 in "
+            "ndcg@10") in words
+    assert "Two label sets: 8 queries labelled by a person, 32 by the judge alone." in words

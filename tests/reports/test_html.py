@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from groundkit.cli import main
+from groundkit.corpus.judgments import Category
 from groundkit.corpus.tokenizing import _stopwords
 from groundkit.reports.html import MARKER
 from groundkit.reports.page_data import headline_names, hit_curve, page_data, read_input
 from groundkit.reports.sides import read_side
+from groundkit.scoring.schema import QueryResult, StageResult
 from tests.conftest import write_judgments, write_tiny_corpus
 
 STOPWORDS = _stopwords("en_plus")
@@ -310,3 +312,41 @@ def test_the_pages_json_cannot_end_its_script_element():
     text = _json_for_script({"b": "</script><!-- & \u2028\u2029", "a": "\u00e9t\u00e9"})
     assert text == '{"a":"\u00e9t\u00e9","b":"\\u003c/script\\u003e\\u003c!-- \\u0026 \\u2028\\u2029"}'
     assert json.loads(text) == {"b": "</script><!-- & \u2028\u2029", "a": "\u00e9t\u00e9"}
+
+
+def _traded_side(folder: Path, ndcg: list[float], chars: float, size: int) -> Path:
+    """12 factoid queries, one of whose text is hostile; every one reads ``chars`` characters in its top 10."""
+    queries = [QueryResult(query_id=f"q{i:02d}", query=HOSTILE_QUERY if i == 0 else f"question {i}",
+                           category=Category.FACTOID, retrieved=10, gold_chunks=1,
+                           first_gold_rank=1 if value == 1.0 else 2,
+                           metrics={"recall@10": 1.0, "ndcg@10": value, "coverage@1000chars": 0.75,
+                                    "chars@10": chars})
+               for i, value in enumerate(ndcg)]
+    folder.mkdir(parents=True)
+    result = StageResult(measures=["recall@10", "ndcg@10", "coverage@1000chars", "chars@10"], queries=queries)
+    (folder / "per_query.csv").write_text(result.per_query_csv(), encoding="utf-8")
+    (folder / "run.json").write_text(json.dumps({"corpus_hash": "c" * 64, "judgments_hash": "j" * 64,
+                                                 "groundkit_version": "0.1.0",
+                                                 "params": {"chunk": {"size": size}}}), encoding="utf-8")
+    return folder
+
+
+def test_a_traded_verdict_has_a_colour_of_its_own(tmp_path, capsys):
+    # Half the chunk size: 10 of 12 queries find their gold at rank 2 instead of 1 (nDCG@10 1 -> 1/log2(3)) with
+    # half the context read. Both falls have 10 equal non-zero differences: sign-flip p = 2 * 4 / 4096 = 0.002,
+    # below Holm's 0.025 and alpha 0.05, so nDCG@10 fell only with less context read: traded, and the gate passes.
+    base = _traded_side(tmp_path / "base", [1.0] * 12, 8000.0, 800)
+    run = _traded_side(tmp_path / "run", [0.630930] * 10 + [1.0] * 2, 4000.0, 400)
+    assert main(["report", str(run), "--baseline", str(base), "--out", str(tmp_path / "report.html")]) == 0
+    capsys.readouterr()
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert '<p class="verdict traded" id="verdict">Verdict: <strong>traded</strong>' in html
+    # The traded fall is the verdict's note, not a loss: its delta wears the traded colour, not the worse one.
+    assert '<div class="delta traded">-0.3076 vs baseline' in html
+    # The style sheet gives it a background none of better, worse and mixed has.
+    backgrounds = dict(re.findall(r"\.verdict\.(\w+)\{background:(#[0-9a-f]{6})", html))
+    assert set(backgrounds) >= {"better", "worse", "mixed", "traded"}
+    assert backgrounds["traded"] not in {backgrounds[v] for v in ("better", "worse", "mixed")}
+    assert re.search(r"\.traded\{color:#[0-9a-f]{6}", html)
+    # The query's text stays data.
+    assert "<b>bold</b>" not in html and html.count("</script>") == 2

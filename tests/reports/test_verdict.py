@@ -134,7 +134,8 @@ def test_twenty_one_queries_and_a_margin_of_two_hundredths_are_too_few_and_say_h
     from scipy.stats import t
 
     assert needed == int(np.ceil(((t.ppf(0.95, needed - 1) + t.ppf(0.8, needed - 1)) * row.sd / 0.02) ** 2))
-    assert needed > 21 and "too few queries: 21 paired" in line.text and f"only from about {needed}" in line.text
+    assert needed > 21 and "too few queries: 21 answerable queries, and" in line.text
+    assert f"only from about {needed} (SD of the paired differences {row.sd:.4f})" in line.text
 
 
 @pytest.mark.parametrize(("given", "what"), [

@@ -14,7 +14,7 @@ the rest gains the passage's first line as a quote (grade 1). The hash makes the
 run and every machine, so the agreement ``judgments review`` measures is a fixed number to test against.
 
     judge:
-      model: python:judge_example:make_judge
+      model: python:examples.judge_example:make_judge   # run from the repository root
       options: {judgments: evals/judgments.jsonl, false_positive_rate: 0.1, false_negative_rate: 0.1}
 
 It also proposes questions (``propose``): the first sentence of the passage, asked back as "What does the

@@ -248,13 +248,13 @@ def judged_notes(baseline: Side, candidates: Sequence[Side], gate: Sequence[str]
     cuts = sorted({cut.value for name in gate if (cut := split_name(name)[1]) is not None and cut.kind is Cutoff.RANK})
     notes = []
     for k in cuts if sides else ():
-        shares = [(side.metadata.get("judged") or {}).get(f"judged@{k}") for side in sides]
+        shares = [(side.metadata.get("judged") or {}).get(str(k)) for side in sides]
         if all(isinstance(share, int | float) and share >= 1 for share in shares):
             continue
         shown = ", ".join(f"{side.label} {'unknown' if share is None else format(share, '.4f')}"
                           for side, share in zip(sides, shares, strict=True))
-        notes.append(f"judged@{k} under the judge's labels: {shown}; a passage the judge never saw counts as not "
-                     "relevant under both label sets, which PPI does not correct: judge the pools of every side "
+        notes.append(f"judged in the top {k} under the judge's labels: {shown}; a passage the judge never saw counts "
+                     "as not relevant under both label sets, which PPI does not correct: judge the pools of every side "
                      "(groundkit judgments judge --run BASELINE --run CANDIDATE ...) before trusting this comparison")
     return notes
 

@@ -155,7 +155,8 @@ def judged_at(machine: Sequence[ResolvedJudgment], rankings: Mapping[str, Sequen
         for k in ks:
             top = judged[:k]
             shares[k].append(sum(top) / len(top))
-    return {f"judged@{k}": sum(v) / len(v) for k, v in shares.items() if v}
+    # Keyed by the cut-off alone: judged@k is not a measure of the registry, and no name is built for it here.
+    return {str(k): sum(v) / len(v) for k, v in shares.items() if v}
 
 
 def holes(judged: Mapping[str, float] | None) -> str | None:
@@ -167,7 +168,7 @@ def holes(judged: Mapping[str, float] | None) -> str | None:
     short = {name: share for name, share in judged.items() if share < 1}
     if not short:
         return None
-    shown = ", ".join(f"{name} {share:.4f}" for name, share in short.items())
+    shown = ", ".join(f"{share:.4f} of the top {k}" for k, share in short.items())
     return (f"the run ranks passages the judge never saw ({shown} under the judge's labels): they count as not "
             "relevant under both label sets, which PPI does not correct; judge this run's pool too (groundkit "
             "judgments judge --run RESULTS ..., with a --depth that covers these cut-offs)")

@@ -298,7 +298,7 @@ def test_machine_judgments_through_dvc_equal_the_runner_and_re_run_when_edited(r
     pool = repo / "labels" / "machine.pool.jsonl"
     pool.write_text("".join(pool.read_text().splitlines(keepends=True)[::2]))
     assert {"resolve-spans", "score"} <= repro(repo)[0]
-    assert json.loads((repo / "metrics" / "run.json").read_text())["judged"]["judged@5"] < 1
+    assert json.loads((repo / "metrics" / "run.json").read_text())["judged"]["5"] < 1
 
     machine = repo / "labels" / "machine.jsonl"
     machine.write_text("".join(machine.read_text().splitlines(keepends=True)[:-1]))

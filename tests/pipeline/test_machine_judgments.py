@@ -210,7 +210,7 @@ def test_judged_at_k_counts_the_passages_the_judge_saw_and_warns_below_1(scored,
     """The judge saw each query's top 5 of the same ranking: judged@5 is 1, and judged@10 is worked out here
     from run.trec, the chunks, the judge's pool and its gold spans."""
     judged = json.loads((scored / "run.json").read_text())["judged"]
-    assert judged["judged@1"] == judged["judged@5"] == 1.0
+    assert judged["1"] == judged["5"] == 1.0
     chunks = {c["chunk_id"]: c for c in map(json.loads, (scored / "chunks.jsonl").read_text().splitlines())}
     pool = {}
     for row in map(json.loads, pool_path(labels["machine"]).read_text().splitlines()):
@@ -228,9 +228,10 @@ def test_judged_at_k_counts_the_passages_the_judge_saw_and_warns_below_1(scored,
             overlaps = any(d == c["document"] and s < end and start < e for d, s, e in gold[query_id])
             seen += inside or overlaps
         shares.append(seen / len(top))
-    assert judged["judged@10"] == pytest.approx(sum(shares) / len(shares), abs=5e-7) and judged["judged@10"] < 1
+    assert judged["10"] == pytest.approx(sum(shares) / len(shares), abs=5e-7) and judged["10"] < 1
     detail = json.loads((scored / "detail.json").read_text())
-    assert any("ranks passages the judge never saw (judged@10" in w for w in detail["ppi"]["warnings"])
+    assert any(f"ranks passages the judge never saw ({judged['10']:.4f} of the top 10" in w
+               for w in detail["ppi"]["warnings"])
 
 
 def test_the_report_shows_the_agreement_the_agreement_command_prints(scored, labels, capsys):
@@ -253,7 +254,7 @@ def test_compare_flags_sides_that_rank_passages_the_judge_never_saw(scored, labe
     capsys.readouterr()
     assert main(["compare", str(scored), str(smaller)]) in (0, 4)
     err = capsys.readouterr().err
-    before = json.loads((scored / "run.json").read_text())["judged"]["judged@10"]
-    after = json.loads((smaller / "run.json").read_text())["judged"]["judged@10"]
+    before = json.loads((scored / "run.json").read_text())["judged"]["10"]
+    after = json.loads((smaller / "run.json").read_text())["judged"]["10"]
     assert before < 1 and after < 1
-    assert f"judged@10 under the judge's labels: {scored} {before:.4f}, {smaller} {after:.4f}" in err
+    assert f"judged in the top 10 under the judge's labels: {scored} {before:.4f}, {smaller} {after:.4f}" in err

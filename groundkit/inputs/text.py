@@ -54,6 +54,12 @@ def decode_utf8_lf(path: str | Path, data: bytes, *, error: type[InputError], ha
     return text
 
 
+def check_utf8_lf(path: str | Path, data: bytes, *, error: type[InputError], hashed_as: str) -> None:
+    """:func:`decode_utf8_lf`'s checks without keeping the text: ASCII bytes without CR pass without decoding."""
+    if not data.isascii() or b"\r" in data:
+        decode_utf8_lf(path, data, error=error, hashed_as=hashed_as)
+
+
 def utf8_lf_lines(path: str | Path, handle: BinaryIO, *, error: type[InputError],
                   hashed_as: str) -> Iterator[tuple[int, str]]:
     """Each line's number and text (without its LF), decoded one at a time under :func:`decode_utf8_lf`'s policy.

@@ -64,6 +64,44 @@ def test_qrels_in_trec_and_beir_form(tmp_path):
     assert _columns(read_qrels(_write(tmp_path, b"q 1\td 1\t1\n", "spaced"))) == [("q 1", "d 1", 1)]
 
 
+def _reference(data: bytes) -> list[tuple[str, str, float]]:
+    """A run's (query, document, score) rows read line by line, fields split at runs of spaces and tabs."""
+    rows = []
+    for line in data.decode().split("\n"):
+        fields = line.replace("\t", " ").split()
+        if fields:
+            rows.append((fields[0], fields[2], float(fields[4])))
+    return rows
+
+
+@pytest.mark.parametrize("spacing", ["single spaces", "tabs and runs of blanks"])
+def test_a_large_run_reads_as_a_line_by_line_reader_reads_it(tmp_path, spacing):
+    # Several of Arrow's 1 MB blocks, each encoding its ids on its own: the codes must still index the ids in
+    # order of first appearance across the file (pandas.factorize's order), every row in its place.
+    rng = random.Random(5)
+    lines, pairs = [], set()
+    for i in range(60_000):
+        query, document = f"q{rng.randrange(3000)}", f"d{rng.randrange(50_000)}é"
+        if (query, document) in pairs:  # a query names a document once
+            continue
+        pairs.add((query, document))
+        fields = [query, "Q0", document, str(i), repr(rng.uniform(-50, 50)), "run"]
+        if spacing == "single spaces":
+            lines.append(" ".join(fields))
+        else:
+            lines.append(rng.choice(["", " ", "\t"]) + "".join(f + rng.choice([" ", "\t", "  ", " \t "])
+                                                             for f in fields).rstrip(rng.choice([" ", "", "\t"])))
+        if rng.random() < 0.01:
+            lines.append(rng.choice(["", " ", "\t \t"]))
+    data = ("\n".join(lines) + "\n").encode()
+    assert len(data) > 2 << 20
+    table = read_run(_write(tmp_path, data))
+    expected = _reference(data)
+    assert _columns(table) == expected
+    assert table.query_ids.tolist() == list(dict.fromkeys(q for q, _, _ in expected))
+    assert table.document_ids.tolist() == list(dict.fromkeys(d for _, d, _ in expected))
+
+
 @pytest.mark.parametrize("blank", [b"\t\t", b"\t", b"  \t ", b" "])
 def test_a_line_of_tabs_or_spaces_in_beir_qrels_is_blank_and_skipped(tmp_path, blank):
     # Issue 35 item 12: a TAB-only line read as a row of empty fields got "holds a grade that is not a whole
@@ -88,6 +126,9 @@ RUN_CASES = {
     "score infinite": (b"q Q0 a 1 1.5 t\nq Q0 b 2 inf t\n", 2, "score 'inf' is not a finite number"),
     "score overflowing": (b"q Q0 a 1 1.5 t\nq Q0 b 2 1e999 t\n", 2, "score '1e999' is not a finite number"),
     "score in hex": (b"q Q0 a 1 0x1p3 t\n", 1, "score '0x1p3'"),
+    "score not a number": (b"q Q0 a 1 1.5 t\nq Q0 b 2 NaN t\n", 2, "score 'NaN' is not a finite number"),
+    "score with an underscore": (b"q Q0 a 1 1.5 t\nq Q0 b 2 1_0 t\n", 2, "score '1_0' is not a finite number"),
+    "score in fullwidth digits": ("q Q0 a 1 1.5 t\nq Q0 b 2 \uff11 t\n".encode(), 2, "is not a finite number"),
     "document twice": (b"q Q0 a 1 3 t\nq Q0 b 2 2 t\nq Q0 a 3 1 t\n", 3,
                        "ranks document 'a' for query 'q' a second time (first on line 1)"),
     "document twice, blank lines between": (b"\n\nq Q0 a 1 3 t\n \nq Q0 b 2 2 t\n\nq Q0 a 3 1 t\n\n", 7,
@@ -122,6 +163,8 @@ QRELS_CASES = {
     "BEIR then TREC": (b"q\ta\t1\nq 0 b 1\n", 2, "has 1 tab-separated field, a line of BEIR qrels has 3"),
     "a header that is not BEIR's": (b"query\tdoc\tscore\nq\ta\t1\n", 1, "grade 'score' is not a whole number"),
     "a header later": (b"q\ta\t1\nquery-id\tcorpus-id\tscore\n", 2, "grade 'score' is not a whole number"),
+    "BEIR, an empty document id": (b"q\ta\t1\nq\t\t1\n", 2, "has an empty document id"),
+    "BEIR, an empty query id": (b"q\ta\t1\n\tb\t1\n", 2, "has an empty query id"),
     "document twice": (b"q 0 a 1\nq 0 a 2\n", 2, "judges document 'a' for query 'q' a second time (first on line 1)"),
     "document twice after a header": (b"query-id\tcorpus-id\tscore\n\nq\ta\t1\nq\ta\t2\n", 4,
                                       "judges document 'a' for query 'q' a second time (first on line 3)"),

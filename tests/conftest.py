@@ -98,6 +98,27 @@ QUEUED_EXPERIMENT = "queued-exp"
 adjective of up to five letters and a noun of four: ``swept-seam``), as a sweep's queue leaves them."""
 
 
+SWEEP_CLONE_MODULES = frozenset({"tests/pipeline/test_views.py", "tests/reports/test_browser.py",
+                                 "tests/reports/test_sweep_view.py"})
+"""The modules using ``sweep_clone``: scheduled as one unit, so that one worker builds it (about 20 s) for all."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's loadscope (a module's tests on one worker, its module fixtures built once), with the modules that
+    share the session's sweep clone as one scope: otherwise each worker that gets one of them builds the clone."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedCloneScope(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "sweep_clone" if module in SWEEP_CLONE_MODULES else super()._split_scope(nodeid)
+
+    return SharedCloneScope(config, log)
+
+
 @pytest.fixture(scope="session")
 def sweep_clone(tmp_path_factory) -> SweepClone:
     """One real git + DVC clone with a small chunking sweep, shared by the report, view and browser tests."""

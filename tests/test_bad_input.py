@@ -77,6 +77,25 @@ def test_every_case_names_the_input_it_damages():
         assert any(where.startswith(a) or where.endswith(a) for a in allowed), (name, case.where)
 
 
+# The judgments and the documents' text reach DVC only as bytes it hashes: DVC cannot treat one bad judgment or quote
+# differently from another, and what the failing stage then prints comes from the code `groundkit run` ran for the
+# same case just before. So every case runs through `run` and `audit`, but of these three kinds only a sample also
+# runs through `dvc repro` (about 1.7 s each): a field, a line number, the file as a whole, bytes that are not
+# UTF-8, a lone surrogate, a quote not found, a message naming a character, a damaged document, and the longest
+# message. Params (DVC reads them itself) and documents as files (DVC hashes the tree) all run under DVC.
+CONTENT_KINDS = ("judgment", "judgments", "quote")
+DVC_SAMPLE = frozenset({
+    "judgment: duplicate query_id", "judgment: unknown field", "judgments: blank only", "judgments: invalid UTF-8",
+    "judgments: lone surrogate", "quote: not found", "quote: ligature", "quote: soft hyphen in the document",
+    "quote: a short word in a large document",
+})
+
+
+def test_the_dvc_sample_names_cases_of_each_content_kind():
+    assert DVC_SAMPLE <= set(CASES)
+    assert {name.partition(":")[0] for name in DVC_SAMPLE} == set(CONTENT_KINDS)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bad_input_fails_cleanly_everywhere(template, tmp_path, capsys, name):
     case = CASES[name]
@@ -103,6 +122,8 @@ def test_bad_input_fails_cleanly_everywhere(template, tmp_path, capsys, name):
 
     if case.dvc_hangs:
         return  # DVC itself never returns on this input (the case says why); the legs above are the test
+    if name.partition(":")[0] in CONTENT_KINDS and name not in DVC_SAMPLE:
+        return  # the same bytes to DVC as a sampled case (above)
     ran, result = repro(workspace, check=False)
     assert result.returncode != 0
     if case.dvc_reports_it:

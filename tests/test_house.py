@@ -410,3 +410,13 @@ def test_the_architecture_checks_see_a_drift():
     steps = "## Where a new thing goes\n\n- **A measure**: call `MEASURES.register`.\n- **A stage**: x\n"
     assert recipe(steps, "A measure") == ": call `MEASURES.register`."
     assert "register" not in defined_names(PACKAGE / "scoring" / "measures" / "ndcg.py")
+
+
+def test_the_modules_sharing_the_sweep_clone_are_scheduled_together():
+    # conftest.py's scheduler keeps them on one worker; a module added to them without being listed builds the
+    # clone again on the other worker (about 20 s of the suite, and nothing fails).
+    from tests.conftest import SWEEP_CLONE_MODULES
+
+    users = {str(path.relative_to(REPO)) for path in (REPO / "tests").rglob("test_*.py")
+             if re.search(r"\bsweep_clone\b", path.read_text(encoding="utf-8"))}
+    assert users == SWEEP_CLONE_MODULES

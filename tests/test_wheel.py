@@ -242,30 +242,34 @@ def test_a_queued_experiment_measures_its_own_retriever_code(team, tmp_path):
     assert json.loads((team.repo / "metrics" / "metrics.json").read_text(encoding="utf-8")) == before
 
 
-def test_an_uncommitted_corpus_gets_one_message_before_anything_runs(team, tmp_path):
-    team = team.copy(tmp_path / "repo")
+@pytest.fixture(scope="module")
+def corpora_queued(team, tmp_path_factory) -> Team:
+    """A copy of the team's repository where two experiments went through one queue: ``large`` evaluates a copy of
+    the corpus tracked with `dvc add` and committed, ``uncommitted`` a copy left out of git and DVC."""
+    team = team.copy(tmp_path_factory.mktemp("queued") / "repo")
+    shutil.copytree(team.repo / "knowledge", team.repo / "large")
+    team("dvc", "add", "large")
+    team("git", "add", "large.dvc", ".gitignore")
+    team("git", "commit", "-q", "-m", "a large corpus, in DVC")
     shutil.copytree(team.repo / "knowledge", team.repo / "more")
+    team("dvc", "exp", "run", "--queue", "-S", "corpus.root=large", "-n", "large")
     team("dvc", "exp", "run", "--queue", "-S", "corpus.root=more", "-n", "uncommitted")
-    team("dvc", "queue", "start")
+    team("dvc", "queue", "start", "-j", "2")
     _wait_for_queue(team)
-    logs = team("dvc", "queue", "logs", "uncommitted", check=False).stdout
+    return team
+
+
+def test_an_uncommitted_corpus_gets_one_message_before_anything_runs(corpora_queued):
+    logs = corpora_queued("dvc", "queue", "logs", "uncommitted", check=False).stdout
     assert "error: more: is corpus.root, and it is not in this experiment's copy of the repository" in logs
     assert "fix: commit it (git add more && git commit), or track it with DVC (dvc add more" in logs
     assert "Running stage 'validate-judgments'" not in logs and "Errno 2" not in logs
 
 
-def test_a_corpus_tracked_with_dvc_add_works_in_a_queued_experiment(team, tmp_path):
-    team = team.copy(tmp_path / "repo")
-    shutil.copytree(team.repo / "knowledge", team.repo / "large")
-    team("dvc", "add", "large")
-    team("git", "add", "large.dvc", ".gitignore")
-    team("git", "commit", "-q", "-m", "a large corpus, in DVC")
-    team("dvc", "exp", "run", "--queue", "-S", "corpus.root=large", "-n", "large")
-    team("dvc", "queue", "start")
-    _wait_for_queue(team)
-    shown = json.loads(team("dvc", "exp", "show", "--json").stdout)
+def test_a_corpus_tracked_with_dvc_add_works_in_a_queued_experiment(corpora_queued):
+    shown = json.loads(corpora_queued("dvc", "exp", "show", "--json").stdout)
     # The same documents under another folder: the same numbers as the committed corpus.
-    committed = json.loads((team.repo / "metrics" / "metrics.json").read_text(encoding="utf-8"))
+    committed = json.loads((corpora_queued.repo / "metrics" / "metrics.json").read_text(encoding="utf-8"))
     assert _experiment_metrics(shown, "large") == committed
 
 

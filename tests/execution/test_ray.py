@@ -461,8 +461,12 @@ def test_a_node_lost_under_a_task_ends_the_stage_with_exit_1(cluster, scifact, t
     node's object store, Ray ends the process itself (exit 1, a line of its log; see KNOWN_LIMITATIONS.md).
     Either way: exit 1, nothing written, never "internal error" (exit 3, as before).
     """
+    # The head node checks its nodes every second and takes three missed checks for a death (Ray's defaults, 3 s
+    # and 5, make the run wait about 17 s to be told what this test already knows; the outcome is the same).
     process = _groundkit("run", "--corpus", str(scifact[0]), "--judgments", str(scifact[1]), *SCIFACT,
-                         "--set", "execution.engine=ray", "--out", str(tmp_path / "out"))
+                         "--set", "execution.engine=ray", "--out", str(tmp_path / "out"),
+                         RAY_health_check_period_ms="1000", RAY_health_check_timeout_ms="1000",
+                         RAY_health_check_failure_threshold="3")
     try:
         processes = _when_a_search_runs(process.pid, process)
         (raylet,) = [pid for pid, command in processes.items() if "raylet/raylet" in command.split(" ")[0]]

@@ -8,6 +8,8 @@ import re
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -53,6 +55,28 @@ def clone_working_tree(dest: Path) -> Path:
     run(["git", "add", "-A"], dest)
     run(["git", "commit", "-q", "-m", "clone"], dest)
     return dest
+
+
+def wait_for_queue(repo: Path, succeeding: Sequence[str], status: Callable[[], str], timeout: float = 600) -> str:
+    """Wait until DVC's queue in ``repo`` has drained (``dvc queue start`` returns at once); its final status.
+
+    Each look at ``dvc queue status`` (``status``) starts DVC, about a second of CPU that the queued experiments
+    and the other test worker need: git's experiment refs are looked at every half second instead, and DVC's
+    status each second once every experiment of ``succeeding`` has its ref, every 10 s until then (an experiment
+    that fails gets no ref: the status tells).
+    """
+    deadline = time.monotonic() + timeout
+    looked = 0.0
+    while time.monotonic() < deadline:
+        refs = run(["git", "for-each-ref", "--format=%(refname)", "refs/exps"], repo).stdout.split()
+        done = all(any(ref.endswith(f"/{name}") for ref in refs) for name in succeeding)
+        if time.monotonic() - looked >= (1 if done else 10):
+            shown = status()
+            if "Queued" not in shown and "Running" not in shown:
+                return shown
+            looked = time.monotonic()
+        time.sleep(0.5)
+    raise AssertionError(f"DVC's queue did not drain in {timeout:.0f} s:\n{status()}")
 
 
 def copy_of(repo: Path, dest: Path) -> Path:

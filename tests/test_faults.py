@@ -12,12 +12,11 @@ import json
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.dvc_helpers import REPO, clone_working_tree, repro, run
+from tests.dvc_helpers import REPO, clone_working_tree, repro, run, wait_for_queue
 
 pytestmark = pytest.mark.integration
 
@@ -124,14 +123,8 @@ def queue_drained(tmp_path_factory) -> tuple[Path, dict[int, dict]]:
     run(["git", "checkout", "--", str(METRICS_PY)], repo)
 
     run(["dvc", "queue", "start", "-j", "2"], repo, **INSTALLED_ONLY)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        status = run(["dvc", "queue", "status"], repo).stdout
-        if "Queued" not in status and "Running" not in status:
-            break
-        time.sleep(2)
-    else:
-        raise AssertionError(f"the queue did not drain within 10 minutes:\n{status}")
+    status = wait_for_queue(repo, [*(f"size-{size}" for size in sizes), "own-code"],
+                            lambda: run(["dvc", "queue", "status"], repo).stdout)
     assert "Failed" not in status, status + run(["dvc", "queue", "logs", "size-300"], repo, check=False).stdout
     return repo, alone
 

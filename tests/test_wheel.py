@@ -27,7 +27,7 @@ import yaml
 from packaging.requirements import Requirement
 
 from groundkit import __version__
-from tests.dvc_helpers import REPO
+from tests.dvc_helpers import REPO, wait_for_queue
 
 pytestmark = pytest.mark.integration
 
@@ -235,7 +235,7 @@ def test_a_queued_experiment_measures_its_own_retriever_code(team, tmp_path):
     team("dvc", "exp", "run", "--queue", "-n", "abstains")
     team("git", "checkout", "--", "retrievers")
     team("dvc", "queue", "start")
-    _wait_for_queue(team)
+    _wait_for_queue(team, "abstains")
     shown = json.loads(team("dvc", "exp", "show", "--json").stdout)
     metrics = _experiment_metrics(shown, "abstains")
     assert metrics["ndcg@10"] == 0.0 and metrics["recall@10"] == 0.0
@@ -255,7 +255,7 @@ def corpora_queued(team, tmp_path_factory) -> Team:
     team("dvc", "exp", "run", "--queue", "-S", "corpus.root=large", "-n", "large")
     team("dvc", "exp", "run", "--queue", "-S", "corpus.root=more", "-n", "uncommitted")
     team("dvc", "queue", "start", "-j", "2")
-    _wait_for_queue(team)
+    _wait_for_queue(team, "large")
     return team
 
 
@@ -304,17 +304,9 @@ def test_an_upgrade_refuses_stale_stages_then_reruns_every_stage(team, wheels, t
     assert (team.repo / "metrics" / "metrics.json").read_bytes() == (REPO / "metrics" / "metrics.json").read_bytes()
 
 
-def _wait_for_queue(team: Team) -> None:
+def _wait_for_queue(team: Team, *succeeding: str) -> None:
     """Until DVC's queue has no experiment queued or running (dvc queue start returns at once)."""
-    import time
-
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        status = team("dvc", "queue", "status").stdout
-        if not any(state in status for state in ("Queued", "Running")):
-            return
-        time.sleep(1)
-    raise AssertionError(f"DVC's queue did not drain in 300 s:\n{status}")
+    wait_for_queue(team.repo, succeeding, lambda: team("dvc", "queue", "status").stdout, timeout=300)
 
 
 def _experiment_metrics(shown: list, name: str) -> dict:

@@ -3,6 +3,7 @@
 import math
 import random
 import re
+from importlib import metadata
 
 import ir_measures
 import pytest
@@ -231,3 +232,29 @@ def test_registry_scores_the_cost_side_by_hand():
     assert (scored["chars@1"], scored["chars@2"]) == (300.0, 1100.0)
     assert (scored["recall@800chars"], scored["recall@801chars"]) == (0.0, 1.0)
     assert list(scored) == names
+
+
+PLUGGED = Measure("plugged", frozenset({Cutoff.RANK}), "a measure another package declares", lambda q, c: 0.0)
+
+
+def test_a_package_adds_a_measure_through_its_entry_point_found_only_when_needed(monkeypatch):
+    from groundkit.scoring import measures
+
+    asked = []
+    point = metadata.EntryPoint(name="plugged", value="tests.scoring.test_measures:PLUGGED",
+                                group=measures.ENTRY_POINTS)
+
+    def entry_points(group):
+        asked.append(group)
+        return [point] if group == measures.ENTRY_POINTS else []
+
+    monkeypatch.setattr(measures, "entry_points", entry_points)
+    registry = measures.Registry(measures._modules(), plugins=measures._entry_points)
+    assert registry.parse("ndcg@10").measure is measures.MEASURES["ndcg"] and asked == []  # built-ins: no search
+    assert registry.parse("plugged@5").measure is PLUGGED and asked == [measures.ENTRY_POINTS]
+    assert list(registry)[-1] is PLUGGED and asked == [measures.ENTRY_POINTS]  # searched once
+    with pytest.raises(ValueError, match="'plugged' is already registered"):
+        registry.register(PLUGGED)
+    fresh = measures.Registry(measures._modules(), plugins=measures._entry_points)
+    with pytest.raises(ValueError, match="'plugged' is already registered"):  # the entry point is searched first
+        fresh.register(PLUGGED)

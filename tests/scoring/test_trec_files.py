@@ -206,3 +206,10 @@ def test_a_huge_run_with_a_bad_first_line_fails_at_once_under_a_memory_cap(tmp_p
     assert result.returncode == 1, result.stderr
     assert result.stderr.startswith(f"error: {path}:1: score 'high' is not a finite number"), result.stderr
     assert "fix: " in result.stderr and not (tmp_path / "out").exists()
+
+
+def test_beir_qrels_with_a_header_and_no_line_after_it_read_as_no_rows(tmp_path):
+    # Arrow refuses a body of no bytes at all ("Empty CSV file"); a header alone reads as a header and blank lines do.
+    alone = read_qrels(_write(tmp_path, b"query-id\tcorpus-id\tscore\n", "alone"))
+    blank = read_qrels(_write(tmp_path, b"query-id\tcorpus-id\tscore\n\n", "blank"))
+    assert (alone.header, alone.rows) == (blank.header, blank.rows) == (True, 0)

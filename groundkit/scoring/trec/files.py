@@ -170,7 +170,8 @@ def _read(path: Path, choose: Callable[[str], Format]) -> Table:
         raise _scan(path, data, form, header) or form.error(
             path, f"cannot be read as a {form.name} ({exc})", fix=form.fix) from None
     rows = len(columns[form.value])
-    if any(_holds_empty(column) for column in columns.values()):  # TAB-separated: a field left empty
+    # TAB-separated, a field left empty (separated by blanks, none is: _parse made sure)
+    if form.tab_separated and any(_holds_empty(column) for column in columns.values()):
         raise _scan(path, data, form, header) or form.error(path, "has an empty field", fix=form.fix)
     if form.graded:
         codes, texts = _codes(columns[form.value])
@@ -287,7 +288,7 @@ def _columns(data: bytes, form: Format, skip: int) -> dict[int, pa.ChunkedArray]
     if not form.graded:
         types[names[form.value]] = pa.float64()
     table = csv.read_csv(
-        pa.py_buffer(data)[start:],
+        pa.py_buffer(data)[start:] if start < len(data) else pa.py_buffer(b"\n"),  # Arrow refuses no bytes at all
         read_options=csv.ReadOptions(column_names=names, block_size=BLOCK_BYTES),
         parse_options=csv.ParseOptions(delimiter="\t" if form.tab_separated else " ", quote_char=False,
                                        double_quote=False, escape_char=False, ignore_empty_lines=True),

@@ -270,3 +270,27 @@ def test_scifact_top_passages_are_marked_as_word_by_word(windowed, params):
     cases = [(queries[q], *texts[c]) for q, ids in ranked.items() for c in ids[:10]]
     assert len(cases) == 3000 and any(not text.isascii() for _, text, _ in cases)
     assert assert_same_marks(params, cases) > 15000
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from tests.browser import Browser
+
+    opened = Browser()
+    yield opened
+    opened.close()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("params", [{}, {"tokenize": {"stemmer": "english", "stopwords": "en"}}])
+def test_scifact_marks_in_chromium_are_the_word_by_word_reference(windowed, browser, params, tmp_path):
+    """Chromium opens every one of the 300 queries of SciFact's report; the bold words of each of its top 10
+    passages are those of the word-by-word reference (half of SciFact's documents hold a character beyond ASCII)."""
+    from tests.reports.test_highlighting import assert_page_marks_as_the_reference
+
+    out, _ = windowed
+    page = browser.page()
+    try:
+        assert assert_page_marks_as_the_reference(page, out, params, tmp_path / "report.html") > 15000
+    finally:
+        page.close()

@@ -212,6 +212,11 @@ class RunStore(Store):
                 tokens = tuple(configured(text))
                 if self._held + len(tokens) <= SHARED_TOKENS:
                     kept[text] = tokens
+                    # A document's chunk is often the whole document without the whitespace around it (the
+                    # newline a file ends with): the same tokens, since whitespace is never part of a word.
+                    trimmed = text.strip()
+                    if trimmed is not text:
+                        kept[trimmed] = tokens
                     self._held += len(tokens)
             return tokens
 

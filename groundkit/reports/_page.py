@@ -169,7 +169,26 @@ SCRIPT = r"""
     return box;
   }
 
-  function passageList(q, rows, title, otherName) {
+  // A word is a maximal run of Python's \w characters: [A-Za-z0-9_], and the characters beyond ASCII that the
+  // report found in words of the text it holds (data.wordCharacters); any other character separates words.
+  // Which words are the query's was decided in Python, by the run's tokenizer (stemmer included): q.words.
+  const wordCharacters = new Set(Array.from(data.wordCharacters || ""));
+  const isWordCharacter = (c) => (c.length === 1 && c.charCodeAt(0) < 128 ? /[A-Za-z0-9_]/.test(c) :
+    wordCharacters.has(c));
+  function wordRanges(chars, offset, words) {
+    // [start, end) document offsets of the words of `chars` (code points from `offset`) that `words` holds.
+    const out = [];
+    for (let at = 0; at < chars.length;) {
+      if (!isWordCharacter(chars[at])) { at++; continue; }
+      let end = at + 1;
+      while (end < chars.length && isWordCharacter(chars[end])) end++;
+      if (words.has(chars.slice(at, end).join(""))) out.push([offset + at, offset + end]);
+      at = end;
+    }
+    return out;
+  }
+
+  function passageList(q, rows, title, otherName, queryWords) {
     const box = el("div");
     box.append(el("h4", {}, title));
     if (!rows) {
@@ -181,7 +200,8 @@ SCRIPT = r"""
       return box;
     }
     const gold = q.gold || [];
-    rows.forEach(([id, otherRank, terms], i) => {
+    const words = new Set(queryWords || []);
+    rows.forEach(([id, otherRank], i) => {
       const [doc, start, end, prefix] = data.passages[id];
       const p = {doc, start, end, cut: end - start > data.limits.passage};
       p.text = slice(doc, start, p.cut ? start + data.limits.passage : end);
@@ -196,7 +216,8 @@ SCRIPT = r"""
       const text = el("div", {class: "passage" + (overlaps.length ? " hit" : "")});
       if (prefix) text.append(el("span", {class: "prefix", title: "context prefix (chunk.context): indexed and read, "
         + "never gold"}, prefix));
-      text.append(marked(p.text, p.start, overlaps.map(([g]) => [g.start, g.end]), terms));
+      text.append(marked(p.text, p.start, overlaps.map(([g]) => [g.start, g.end]),
+        wordRanges(points(p.text), p.start, words)));
       if (p.cut) text.append(" … (cut)");
       box.append(meta, text);
     });
@@ -210,8 +231,8 @@ SCRIPT = r"""
       `first gold rank ${rankText(q.rank[1])}`;
     cell.append(head, el("p", {class: "meta"}, `${q.category} · ${ranks}`), goldView(q));
     const cols = el("div", {class: hasBase ? "cols" : "cols one"});
-    if (hasBase) cols.append(passageList(q, q.baseTop, `Top ${data.k}: ${data.baseline}`, data.run));
-    cols.append(passageList(q, q.top, `Top ${data.k}: ${data.run}`, hasBase ? data.baseline : null));
+    if (hasBase) cols.append(passageList(q, q.baseTop, `Top ${data.k}: ${data.baseline}`, data.run, q.baseWords));
+    cols.append(passageList(q, q.top, `Top ${data.k}: ${data.run}`, hasBase ? data.baseline : null, q.words));
     cell.append(cols);
     return el("tr", {class: "detail", "data-for": q.id}, cell);
   }

@@ -12,7 +12,6 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import accumulate, compress
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +208,15 @@ class _Texts:
         return out
 
 
+def shown_text(segments: dict[str, list[list[Any]]], document: str, start: int, end: int) -> str:
+    """What the page's ``slice`` shows of ``document`` from ``start`` to ``end``, given its text's ``segments``:
+    the piece holding ``start``, up to ``end`` or the piece's end."""
+    for at, text in segments.get(document, ()):
+        if at <= start < at + len(text):
+            return text[start - at:min(end, at + len(text)) - at]
+    return ""
+
+
 def _holders(evidence: Evidence | None, query_id: str, span: Passage) -> list[list[Any]] | None:
     """The chunks of a run that overlap a gold span, as ``[start, end, rank or None]``; None without its chunks."""
     if evidence is None:
@@ -227,15 +235,18 @@ def _gold(evidence: Evidence, query_id: str, texts: _Texts, run: Evidence | None
     return shown
 
 
-class _Terms:
-    """Where a query's words occur in a passage: the words whose content token (the run's tokenizer, less function
-    words: what BM25 matched on, stems included) is one of the query's, as document offsets.
+class _Words:
+    """Which words of the passages shown the page marks for a query: the words whose content token (the run's
+    tokenizer, less function words: what BM25 matched on, stems included) is one of the query's.
 
-    A word is marked when a token of its lower-cased form is one of the query's. Each distinct word (as written)
-    is tokenized once per report, and filed under each of its tokens, so the words a query marks are a union of
-    sets. A passage is split on ``\\w+`` once (in C), and the offsets of its words are running sums of the parts'
-    lengths: no Python code runs per word of a passage, only per word marked (a Python loop over the 675,124
-    words of SciFact's top 10 passages was 28% of a run).
+    A word is a maximal run of Python's ``\\w`` characters, marked as written when a token of its lower-cased
+    form is one of the query's. The page finds the words of each passage itself (the script in
+    groundkit/reports/_page.py): it is given, per query, the words as written that it marks, and the
+    characters beyond ASCII that make words in the text it holds (:func:`_vocabulary`), so it splits a
+    passage exactly where Python's ``\\w+`` does without knowing Unicode's tables, and marks exactly what the
+    tokenizer decides, stemmer included. Python reads each distinct word once per page, in bulk; no code
+    runs per word of a passage here (walking every word of SciFact's top 10 passages in Python was 28% of a
+    depth-1000 run, and splitting each passage for each query in C still 15%).
     """
 
     def __init__(self, params: dict[str, Any]) -> None:
@@ -248,71 +259,56 @@ class _Terms:
             tokenize = TokenizeParams()
         self._tokens = make_content_tokenizer(tokenize)
         self._word_tokens = make_content_word_tokenizer(tokenize)
-        self._seen: set[str] = set()
-        self._by_token: dict[str, set[str]] = {}
-        self._wanted: dict[str, set[str]] = {}
+        self._by_token: dict[str, list[str]] | None = None
 
-    def _marked(self, query: str, words: set[str]) -> set[str]:
-        """Those of ``words`` (as written) whose lower-cased form has a content token of ``query``."""
-        new = list(words.difference(self._seen))
-        for word, tokens in zip(new, self._word_tokens(new), strict=True):
+    def read(self, vocabulary: set[str]) -> None:
+        """File each word of the passages shown under each of its content tokens."""
+        words = list(vocabulary)  # in no particular order: marked() sorts what it gives
+        by_token: dict[str, list[str]] = {}
+        for word, tokens in zip(words, self._word_tokens(words), strict=True):
             for token in tokens:
-                self._by_token.setdefault(token, set()).add(word)
-        self._seen |= words
-        wanted = self._wanted.get(query)
-        if wanted is None:
-            wanted = self._wanted[query] = set(self._tokens(query))
-        return words.intersection(set().union(*(self._by_token.get(token, ()) for token in wanted)))
+                by_token.setdefault(token, []).append(word)
+        self._by_token = by_token
 
-    def ranges(self, query: str, text: str, offset: int) -> list[list[int]]:
-        if text.isascii():
-            # For ASCII text, \\w is [A-Za-z0-9_]: every other character becomes a space, so the words are what
-            # str.split() returns, and each marked word is found between two spaces by str.find, in C.
-            spaced = text.translate(_ASCII_SEPARATORS)
-            marked = self._marked(query, set(spaced.split()))
-            if not marked:
-                return []
-            padded = f" {spaced} "
-            found = []
-            for word in marked:
-                needle = f" {word} "
-                at = padded.find(needle)
-                while at >= 0:  # `at` is the space before the word: the word's offset in the text
-                    found.append([offset + at, offset + at + len(word)])
-                    at = padded.find(needle, at + len(word) + 1)
-            found.sort()
-            return found
-        parts = _SPLIT.split(text)  # text before the first word, a word, what separates it from the next, ...
-        words_of = parts[1::2]
-        marked = self._marked(query, set(words_of))
-        if not marked:
-            return []
-        bounds = list(accumulate(map(len, parts)))
-        return [[offset + start, offset + end]
-                for start, end in compress(zip(bounds[0:-1:2], bounds[1::2], strict=True),
-                                           map(marked.__contains__, words_of))]
+    def marked(self, query: str) -> list[str]:
+        """The words shown (as written, sorted) that a content token of ``query`` marks."""
+        assert self._by_token is not None, "read() the words shown first"
+        return sorted({word for token in set(self._tokens(query)) for word in self._by_token.get(token, ())})
 
 
-_SPLIT = re.compile(r"(\w+)")
+def _vocabulary(texts: Sequence[str]) -> tuple[set[str], str]:
+    """The distinct words (``\\w+`` runs, as written) of ``texts``, and the characters beyond ASCII in them
+    (sorted): what the page needs besides ``[A-Za-z0-9_]`` to split the same text into the same words.
+
+    In bulk, two calls in C: the ASCII texts joined into one string whose separators become spaces for
+    ``str.split``, the others joined into one for the regex (``str.translate`` is fast only on ASCII).
+    """
+    narrow = [text for text in texts if text.isascii()]
+    wide = [text for text in texts if not text.isascii()]
+    words = set(" ".join(narrow).translate(_ASCII_SEPARATORS).split())
+    words.update(_WORD.findall(" ".join(wide)))
+    characters = {c for word in words if not word.isascii() for c in word if not c.isascii()}
+    return words, "".join(sorted(characters))
+
+
+_WORD = re.compile(r"\w+")
 _ASCII_SEPARATORS = {code: " " for code in range(128) if not (chr(code).isalnum() or chr(code) == "_")}
 
 
 def _top(evidence: Evidence, other: Evidence | None, query_id: str, k: int,
-         passages: dict[str, list[Any]], texts: _Texts, terms: _Terms, query: str) -> list[list[Any]]:
-    """Each of the top ``k`` passages: its id, its rank in the other run, and where the query's words are in it."""
+         passages: dict[str, list[Any]], texts: _Texts) -> list[list[Any]]:
+    """Each of the top ``k`` passages: its id and its rank in the other run."""
     ranking = evidence.rankings.get(query_id, [])
     elsewhere = {p: i for i, p in enumerate(other.rankings.get(query_id, []), 1)} if other is not None else {}
     rows = []
     for passage_id in ranking[:k]:
-        passage = evidence.passages[passage_id]
         if passage_id not in passages:
+            passage = evidence.passages[passage_id]
             # A chunk's context prefix (chunk.context) rides along, for the page to mark: it was read, not gold.
             prefix = getattr(passage, "prefix", "")
             passages[passage_id] = [passage.document, passage.start, passage.end, *([prefix] if prefix else [])]
             texts.need(passage.document, passage.start, min(passage.end, passage.start + PASSAGE_CHARS), passage.text)
-        shown = passage.text[:PASSAGE_CHARS]
-        rows.append([passage_id, elsewhere.get(passage_id) if other is not None else None,
-                     terms.ranges(query, shown, passage.start)])
+        rows.append([passage_id, elsewhere.get(passage_id) if other is not None else None])
     return rows
 
 
@@ -337,8 +333,6 @@ def page_data(run: Input, base: Input | None, comparison: Comparison | None, *, 
     passages: dict[str, list[Any]] = {}
     texts = _Texts([e for e in (run.evidence, base.evidence if base is not None else None) if e is not None])
     queries = []
-    terms = _Terms(side.metadata.get("params", {}))
-    base_terms = _Terms(base.side.metadata.get("params", {})) if base is not None else terms
     for query_id in sorted(side.per_query.position):
         i = side.per_query.position[query_id]
         j = base.side.per_query.position.get(query_id) if base is not None else None
@@ -367,16 +361,31 @@ def page_data(run: Input, base: Input | None, comparison: Comparison | None, *, 
         if evidence is not None and query_id in evidence.judgments:
             row["gold"] = _gold(evidence, query_id, texts, _chunked(run), _chunked(base))
         if run.evidence is not None:
-            row["top"] = _top(run.evidence, other, query_id, top_k, passages, texts, terms,
-                              side.per_query.queries[i])
+            row["top"] = _top(run.evidence, other, query_id, top_k, passages, texts)
         if other is not None:
-            row["baseTop"] = _top(other, run.evidence, query_id, top_k, passages, texts, base_terms,
-                                  side.per_query.queries[i])
+            row["baseTop"] = _top(other, run.evidence, query_id, top_k, passages, texts)
         queries.append(row)
+    segments = texts.segments()
+    # The words the page marks in the passages it shows: the query's, by each run's own tokenizer.
+    vocabulary, word_characters = _vocabulary([shown_text(segments, document, start, min(end, start + PASSAGE_CHARS))
+                                               for document, start, end, *_ in passages.values()])
+    words = _Words(side.metadata.get("params", {}))
+    words.read(vocabulary)
+    base_words = words
+    if base is not None and base.side.metadata.get("params", {}).get("tokenize") != \
+            side.metadata.get("params", {}).get("tokenize"):
+        base_words = _Words(base.side.metadata.get("params", {}))
+        base_words.read(vocabulary)
+    for row in queries:
+        if "top" in row:
+            row["words"] = words.marked(row["query"])
+        if "baseTop" in row:
+            row["baseWords"] = base_words.marked(row["query"])
     notes = [n for n in (run.note, base.note if base is not None else None) if n]
     return {
         "run": side.label, "baseline": base.side.label if base is not None else None,
         "k": top_k, "ndcgMetric": k, "hitMetric": hit, "queries": queries, "passages": passages, "notes": notes,
-        "text": texts.segments(), "limits": {"context": CONTEXT_CHARS, "quote": QUOTE_CHARS, "passage": PASSAGE_CHARS},
+        "text": segments, "wordCharacters": word_characters,
+        "limits": {"context": CONTEXT_CHARS, "quote": QUOTE_CHARS, "passage": PASSAGE_CHARS},
         "textShown": [run.evidence is not None, base is not None and base.evidence is not None],
     }

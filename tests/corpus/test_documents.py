@@ -230,3 +230,14 @@ def test_the_default_reads_what_it_always_read():
     recorded = json.loads((REPO / "metrics" / "run.json").read_text(encoding="utf-8"))["corpus_hash"]
     assert corpus_hash(REPO / "evals" / "corpus") == recorded
     assert corpus_hash(REPO / "evals" / "corpus", include=["**"]) == recorded
+
+
+def test_a_files_suffix_is_found_as_pathlib_finds_it():
+    from pathlib import PurePosixPath
+
+    from groundkit.corpus.formats import _suffix
+
+    names = ["a", "a.txt", "a.PDF", ".hidden", ".x.md", "x.", "x..", "..", "a.b.c", "a.tar.gz", "é.Pdf", "a b.docx"]
+    paths = [f"{folder}{name}" for folder in ("", "d/", "d.e/", "d/.f/", "a.b/c.d/") for name in names]
+    assert [_suffix(p) for p in paths] == [PurePosixPath(p).suffix for p in paths]
+    assert _suffix("docs/manual.pdf") == ".pdf" and _suffix("docs.pdf/readme") == ""

@@ -322,6 +322,29 @@ def test_tokens_are_shared_as_tuples_and_within_a_budget(tmp_path, monkeypatch):
     assert tokenize("d e") == ("d", "e") and tokenize("d e") is not tokenize("d e")  # over the budget: not kept
 
 
+@pytest.mark.parametrize("params", [None, {"stemmer": "english", "stopwords": "en"}])
+def test_a_text_without_the_whitespace_around_it_shares_its_tokens(tmp_path, params):
+    """A document's whole-document chunk (its text less the newline it ends with) is not tokenized again; its
+    tokens are what the tokenizer gives it, for texts whose edges are every kind of whitespace and word."""
+    from groundkit.config import TokenizeParams
+    from groundkit.corpus.tokenizing import make_tokenizer
+
+    tokenizer = None if params is None else TokenizeParams(**params)
+    configured = make_tokenizer(tokenizer)
+    store = RunStore(tmp_path)
+    tokenize = store.tokenizer(tokenizer)
+    document = "\ufeff\u00a0 Running Ünïcode_words, the naïve runners\u2003\n\n"
+    whole = tokenize(document)
+    assert tokenize(document.strip()) is whole  # handed back, not tokenized again
+    edges = ["", " ", "\n", "\t\r\n", "\u00a0", "\u2003\u3000", "\u200b", "x", "_", "é", ".", "\u0301"]
+    texts = [f"{before}{middle}{after}" for before in edges for after in edges
+             for middle in ("Running runners", "é_x THE cat's", "")]
+    for text in texts:  # every text first, then its trimmed text: what is handed back is what it would be
+        assert list(tokenize(text)) == list(configured(text)), repr(text)
+    for text in texts:
+        assert list(tokenize(text.strip())) == list(configured(text.strip())), repr(text)
+
+
 def test_fewer_collections_is_undone_whatever_happens():
     before = gc.get_threshold()
     with pytest.raises(RuntimeError), fewer_collections():

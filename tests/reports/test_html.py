@@ -110,6 +110,8 @@ def test_top_passages_carry_their_rank_in_the_other_run(tiny, monkeypatch):
 
 
 def test_each_passage_marks_the_words_bm25_matched_of_its_query(tiny, monkeypatch):
+    from tests.reports.test_highlighting import page_rule
+
     monkeypatch.chdir(tiny["root"])
     data = page_data(read_input("small", Path.cwd()), read_input("large", Path.cwd()), None)
     text = {doc: "".join(t for _, t in pieces) for doc, pieces in data["text"].items() if pieces[0][0] == 0}
@@ -117,15 +119,17 @@ def test_each_passage_marks_the_words_bm25_matched_of_its_query(tiny, monkeypatc
     for q in data["queries"]:
         # The content words of the query under the default tokenizer: lowercase runs of \w, function words out.
         words = {w for w in re.findall(r"\w+", q["query"].lower())} - STOPWORDS
-        for passage_id, _, terms in q.get("top", []):
-            doc, start, end = data["passages"][passage_id]
-            if doc not in text:
-                continue
-            shown = text[doc][start:end]
-            expected = [[start + m.start(), start + m.end()] for m in re.finditer(r"\w+", shown)
-                        if m.group().lower() in words]
-            assert terms == expected, (q["id"], passage_id)
-            checked += len(terms)
+        for rows, marked in ((q.get("top", []), q.get("words")), (q.get("baseTop", []), q.get("baseWords"))):
+            for passage_id, _ in rows:
+                doc, start, end = data["passages"][passage_id]
+                if doc not in text:
+                    continue
+                shown = text[doc][start:end]
+                expected = [[start + m.start(), start + m.end()] for m in re.finditer(r"\w+", shown)
+                            if m.group().lower() in words]
+                # What the page marks (its rule, in tests/reports/test_highlighting.py) from what it is given.
+                assert page_rule(shown, start, set(marked), data["wordCharacters"]) == expected, (q["id"], passage_id)
+                checked += len(expected)
     assert checked > 0
 
 

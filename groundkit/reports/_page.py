@@ -171,18 +171,23 @@ SCRIPT = r"""
 
   // A word is a maximal run of Python's \w characters: [A-Za-z0-9_], and the characters beyond ASCII that the
   // report found in words of the text it holds (data.wordCharacters); any other character separates words.
-  // Which words are the query's was decided in Python, by the run's tokenizer (stemmer included): q.words.
+  // Which words are the query's was decided in Python, by the run's tokenizer (stemmer included): q.words
+  // holds an ASCII word lower-cased (toLowerCase does to ASCII what Python's lower does), any other as written.
   const wordCharacters = new Set(Array.from(data.wordCharacters || ""));
-  const isWordCharacter = (c) => (c.length === 1 && c.charCodeAt(0) < 128 ? /[A-Za-z0-9_]/.test(c) :
-    wordCharacters.has(c));
+  const asciiWord = /^[A-Za-z0-9_]$/;
   function wordRanges(chars, offset, words) {
     // [start, end) document offsets of the words of `chars` (code points from `offset`) that `words` holds.
     const out = [];
     for (let at = 0; at < chars.length;) {
-      if (!isWordCharacter(chars[at])) { at++; continue; }
-      let end = at + 1;
-      while (end < chars.length && isWordCharacter(chars[end])) end++;
-      if (words.has(chars.slice(at, end).join(""))) out.push([offset + at, offset + end]);
+      let end = at, ascii = true;
+      for (; end < chars.length; end++) {
+        if (asciiWord.test(chars[end])) continue;
+        if (!wordCharacters.has(chars[end])) break;
+        ascii = false;
+      }
+      if (end === at) { at++; continue; }
+      const word = chars.slice(at, end).join("");
+      if (words.has(ascii ? word.toLowerCase() : word)) out.push([offset + at, offset + end]);
       at = end;
     }
     return out;

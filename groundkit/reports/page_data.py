@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -239,14 +239,17 @@ class _Words:
     """Which words of the passages shown the page marks for a query: the words whose content token (the run's
     tokenizer, less function words: what BM25 matched on, stems included) is one of the query's.
 
-    A word is a maximal run of Python's ``\\w`` characters, marked as written when a token of its lower-cased
-    form is one of the query's. The page finds the words of each passage itself (the script in
-    groundkit/reports/_page.py): it is given, per query, the words as written that it marks, and the
-    characters beyond ASCII that make words in the text it holds (:func:`_vocabulary`), so it splits a
-    passage exactly where Python's ``\\w+`` does without knowing Unicode's tables, and marks exactly what the
-    tokenizer decides, stemmer included. Python reads each distinct word once per page, in bulk; no code
-    runs per word of a passage here (walking every word of SciFact's top 10 passages in Python was 28% of a
-    depth-1000 run, and splitting each passage for each query in C still 15%).
+    A word is a maximal run of Python's ``\\w`` characters, marked when a token of its lower-cased form is one
+    of the query's. The page finds the words of each passage itself (the script in groundkit/reports/_page.py).
+    It is given the characters beyond ASCII that make words in the text it holds (:class:`_Shown`), so it
+    splits a passage exactly where Python's ``\\w+`` does without relying on JavaScript's Unicode tables; and,
+    per query, the words it marks: an ASCII word by its lower case (JavaScript lower-cases ASCII as Python
+    does), any other as written. Which words those are is decided here, by the run's tokenizer, stemmer
+    included. An ASCII word lower-cased is its own one token, so without a stemmer the ASCII words marked are
+    the query's ASCII tokens themselves, and only the few words beyond ASCII are read; with one, each distinct
+    word is stemmed once per page. No code runs per word of a passage here: walking every word of SciFact's
+    top 10 passages in Python was 28% of a depth-1000 run, and splitting each passage for each query in C
+    still 15%.
     """
 
     def __init__(self, params: dict[str, Any]) -> None:
@@ -257,13 +260,19 @@ class _Words:
             tokenize = TokenizeParams.model_validate(params.get("tokenize") or {})
         except ValueError:  # a run.json of another version: the default tokenizer still shows the plain words
             tokenize = TokenizeParams()
+        self.stems = tokenize.stemmer != "none"
+        """Whether an ASCII word's token may differ from its lower case, so the ASCII words shown must be read."""
         self._tokens = make_content_tokenizer(tokenize)
         self._word_tokens = make_content_word_tokenizer(tokenize)
         self._by_token: dict[str, list[str]] | None = None
 
-    def read(self, vocabulary: set[str]) -> None:
-        """File each word of the passages shown under each of its content tokens."""
-        words = list(vocabulary)  # in no particular order: marked() sorts what it gives
+    def read(self, shown: _Shown) -> None:
+        """File each word shown that the page compares as written (beyond ASCII), and with a stemmer each ASCII
+        word (lower-cased), under each of its content tokens."""
+        words = list(shown.beyond)  # in no particular order: marked() sorts what it gives
+        if self.stems:
+            assert shown.lowered is not None, "a stemmer needs the ASCII words shown"
+            words += shown.lowered
         by_token: dict[str, list[str]] = {}
         for word, tokens in zip(words, self._word_tokens(words), strict=True):
             for token in tokens:
@@ -271,28 +280,46 @@ class _Words:
         self._by_token = by_token
 
     def marked(self, query: str) -> list[str]:
-        """The words shown (as written, sorted) that a content token of ``query`` marks."""
+        """The words ``query`` marks (sorted): ASCII ones lower-cased, the others as written."""
         assert self._by_token is not None, "read() the words shown first"
-        return sorted({word for token in set(self._tokens(query)) for word in self._by_token.get(token, ())})
+        wanted = set(self._tokens(query))
+        marked = {word for token in wanted for word in self._by_token.get(token, ())}
+        if not self.stems:
+            marked.update(token for token in wanted if token.isascii())
+        return sorted(marked)
 
 
-def _vocabulary(texts: Sequence[str]) -> tuple[set[str], str]:
-    """The distinct words (``\\w+`` runs, as written) of ``texts``, and the characters beyond ASCII in them
-    (sorted): what the page needs besides ``[A-Za-z0-9_]`` to split the same text into the same words.
+class _Shown(NamedTuple):
+    """The words of the passages a page shows, as :class:`_Words` reads them."""
 
-    In bulk, two calls in C: the ASCII texts joined into one string whose separators become spaces for
-    ``str.split``, the others joined into one for the regex (``str.translate`` is fast only on ASCII).
+    lowered: set[str] | None
+    """The ASCII words, lower-cased (None where no tokenizer stems, and they are not needed)."""
+    beyond: set[str]
+    """The words holding a character beyond ASCII, as written."""
+    characters: str
+    """The characters beyond ASCII in those words, sorted: with [A-Za-z0-9_], what makes a word on the page."""
+
+
+def _vocabulary(texts: Sequence[str], *, ascii_words: bool) -> _Shown:
+    """The words of ``texts`` (``\\w+`` runs), the ASCII ones only with ``ascii_words``.
+
+    In bulk, one call in C each: the texts holding a character beyond ASCII joined into one string for the
+    regex; the ASCII texts joined into one whose separators become spaces and letters lower case for
+    ``str.split`` (``str.translate`` is fast only on ASCII).
     """
-    narrow = [text for text in texts if text.isascii()]
-    wide = [text for text in texts if not text.isascii()]
-    words = set(" ".join(narrow).translate(_ASCII_SEPARATORS).split())
-    words.update(_WORD.findall(" ".join(wide)))
-    characters = {c for word in words if not word.isascii() for c in word if not c.isascii()}
-    return words, "".join(sorted(characters))
+    words = set(_WORD.findall(" ".join(text for text in texts if not text.isascii())))
+    beyond = {word for word in words if not word.isascii()}
+    lowered = None
+    if ascii_words:
+        narrow = " ".join(text for text in texts if text.isascii())
+        lowered = set(narrow.translate(_ASCII_LOWER_WORDS).split())
+        lowered.update(word.lower() for word in words if word.isascii())
+    characters = "".join(sorted({c for word in beyond for c in word if not c.isascii()}))
+    return _Shown(lowered, beyond, characters)
 
 
 _WORD = re.compile(r"\w+")
-_ASCII_SEPARATORS = {code: " " for code in range(128) if not (chr(code).isalnum() or chr(code) == "_")}
+_ASCII_LOWER_WORDS = {code: chr(code).lower() if chr(code).isalnum() or chr(code) == "_" else " " for code in range(128)}
 
 
 def _top(evidence: Evidence, other: Evidence | None, query_id: str, k: int,
@@ -367,15 +394,16 @@ def page_data(run: Input, base: Input | None, comparison: Comparison | None, *, 
         queries.append(row)
     segments = texts.segments()
     # The words the page marks in the passages it shows: the query's, by each run's own tokenizer.
-    vocabulary, word_characters = _vocabulary([shown_text(segments, document, start, min(end, start + PASSAGE_CHARS))
-                                               for document, start, end, *_ in passages.values()])
     words = _Words(side.metadata.get("params", {}))
-    words.read(vocabulary)
     base_words = words
     if base is not None and base.side.metadata.get("params", {}).get("tokenize") != \
             side.metadata.get("params", {}).get("tokenize"):
         base_words = _Words(base.side.metadata.get("params", {}))
-        base_words.read(vocabulary)
+    shown = _vocabulary([shown_text(segments, document, start, min(end, start + PASSAGE_CHARS))
+                         for document, start, end, *_ in passages.values()], ascii_words=words.stems or base_words.stems)
+    words.read(shown)
+    if base_words is not words:
+        base_words.read(shown)
     for row in queries:
         if "top" in row:
             row["words"] = words.marked(row["query"])
@@ -385,7 +413,7 @@ def page_data(run: Input, base: Input | None, comparison: Comparison | None, *, 
     return {
         "run": side.label, "baseline": base.side.label if base is not None else None,
         "k": top_k, "ndcgMetric": k, "hitMetric": hit, "queries": queries, "passages": passages, "notes": notes,
-        "text": segments, "wordCharacters": word_characters,
+        "text": segments, "wordCharacters": shown.characters,
         "limits": {"context": CONTEXT_CHARS, "quote": QUOTE_CHARS, "passage": PASSAGE_CHARS},
         "textShown": [run.evidence is not None, base is not None and base.evidence is not None],
     }

@@ -54,7 +54,7 @@ class Reference:
 
 def page_rule(text: str, offset: int, words: set[str], characters: str) -> list[list[int]]:
     """The page's ``wordRanges``, in Python: maximal runs of [A-Za-z0-9_] and ``characters``, marked when
-    ``words`` holds them as written."""
+    ``words`` holds them, an ASCII run lower-cased, any other as written."""
     beyond = set(characters)
 
     def in_word(c: str) -> bool:
@@ -68,7 +68,8 @@ def page_rule(text: str, offset: int, words: set[str], characters: str) -> list[
         end = at + 1
         while end < len(text) and in_word(text[end]):
             end += 1
-        if text[at:end] in words:
+        word = text[at:end]
+        if (word.lower() if word.isascii() else word) in words:
             found.append([offset + at, offset + end])
         at = end
     return found
@@ -77,9 +78,10 @@ def page_rule(text: str, offset: int, words: set[str], characters: str) -> list[
 def assert_same_marks(params: dict[str, Any], cases: list[tuple[str, str, int]]) -> int:
     """The page's rule, given what page_data gives it, marks what the reference marks in every (query, text,
     offset); returns the marks."""
-    vocabulary, characters = _vocabulary([text for _, text, _ in cases])
     words = _Words(params)
-    words.read(vocabulary)
+    shown = _vocabulary([text for _, text, _ in cases], ascii_words=words.stems)
+    words.read(shown)
+    characters = shown.characters
     reference = Reference(params)
     marks = 0
     for query, text, offset in cases:
@@ -114,17 +116,28 @@ def test_text_that_trips_a_shortcut(params):
 
 
 def test_no_word_of_the_query_marks_nothing_and_offsets_shift():
+    from groundkit.reports.page_data import _Shown
+
     words = _Words({})
-    words.read({"Backups", "take", "a", "snapshot", "Snapshot"})
-    assert words.marked("sourdough") == []
-    assert words.marked("snapshot backups") == ["Backups", "Snapshot", "snapshot"]
-    assert page_rule("Backups take a snapshot.", 100, {"Backups", "snapshot"}, "") == [[100, 107], [115, 123]]
+    words.read(_Shown(None, {"Café", "naïve"}, "éï"))
+    # Without a stemmer the ASCII words marked are the query's tokens, shown or not: nothing shown, nothing marked.
+    assert words.marked("sourdough") == ["sourdough"]
+    assert page_rule("Backups take a snapshot.", 0, set(words.marked("sourdough")), "éï") == []
+    # ASCII words by their lower case, whatever the case shown; the others as written (every case shown).
+    assert words.marked("Snapshot backups CAFÉ") == ["Café", "backups", "snapshot"]
+    assert page_rule("Backups take a SNAPSHOT.", 100, {"backups", "snapshot"}, "") == [[100, 107], [115, 123]]
+    stemmed = _Words({"tokenize": {"stemmer": "english"}})
+    stemmed.read(_Shown({"running", "runs", "ran", "cafés"}, {"Cafés"}, "é"))
+    assert stemmed.marked("runner run café") == ["Cafés", "cafés", "running", "runs"]
 
 
-def test_the_vocabulary_is_every_word_and_the_characters_beyond_ascii_in_them():
-    words, characters = _vocabulary(["Café au lait, x_1!", "naïve—café ½", "plain ascii text"])
-    assert words == {"Café", "au", "lait", "x_1", "naïve", "café", "½", "plain", "ascii", "text"}
-    assert characters == "½éï"  # U+00BD, U+00E9, U+00EF; the dash separates words, so it is not there
+def test_the_words_shown_and_the_characters_beyond_ascii_in_them():
+    texts = ["Café au lait, X_1!", "naïve—café ½", "Plain ASCII text"]
+    assert _vocabulary(texts, ascii_words=True) == ({"au", "lait", "x_1", "plain", "ascii", "text"},
+                                                     {"Café", "naïve", "café", "½"}, "½éï")
+    # U+00BD, U+00E9, U+00EF; the dash separates words, so it is not there. Without a stemmer the ASCII words
+    # are not read at all.
+    assert _vocabulary(texts, ascii_words=False) == (None, {"Café", "naïve", "café", "½"}, "½éï")
 
 
 # --- in Chromium ----------------------------------------------------------------------------------------------

@@ -101,8 +101,11 @@ def _committed_metrics(repo: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def queue_drained(tmp_path_factory) -> tuple[Path, dict[int, dict]]:
-    """A clone where two chunk sizes ran one by one, then queued with an experiment that edits groundkit.
+    """A clone where two chunk sizes are queued with an experiment that edits groundkit, and what each size
+    gives run alone.
 
+    Alone is ``groundkit run`` in a folder of its own, which writes the pipeline's metrics.json byte for byte
+    (tests/pipeline/test_dvc.py); it also leaves DVC's run cache empty, so the queue runs every stage itself.
     The code edit is queued and then reverted in the workspace before the queue starts, so only the
     experiment's own copy of the tree holds it.
     """
@@ -111,9 +114,10 @@ def queue_drained(tmp_path_factory) -> tuple[Path, dict[int, dict]]:
 
     alone = {}
     for size in sizes:
-        run(["dvc", "exp", "run", "-S", f"chunk.size={size}"], repo, **INSTALLED_ONLY)
-        alone[size] = json.loads((repo / "metrics" / "metrics.json").read_text(encoding="utf-8"))
-    run(["git", "checkout", "--", "."], repo)  # back to the committed params before queueing
+        out = tmp_path_factory.mktemp(f"alone-{size}") / "run"
+        run(["groundkit", "run", "--corpus", "evals/corpus", "--judgments", "evals/judgments.jsonl", "--params",
+             "params.yaml", "--set", f"chunk.size={size}", "--out", str(out)], repo, **INSTALLED_ONLY)
+        alone[size] = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
 
     for size in sizes:
         run(["dvc", "exp", "run", "--queue", "-S", f"chunk.size={size}", "-n", f"size-{size}"], repo)

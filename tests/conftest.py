@@ -100,7 +100,7 @@ adjective of up to five letters and a noun of four: ``swept-seam``), as a sweep'
 
 
 SWEEP_CLONE_MODULES = frozenset({"tests/pipeline/test_views.py", "tests/reports/test_browser.py",
-                                 "tests/reports/test_sweep_view.py"})
+                                 "tests/reports/test_compare.py", "tests/reports/test_sweep_view.py"})
 """The modules using ``sweep_clone``: scheduled as one unit, so that one worker builds it (about 20 s) for all."""
 
 

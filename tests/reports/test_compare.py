@@ -15,7 +15,7 @@ import pytest
 from groundkit.cli import main
 from tests.bad_inputs import COMPARE_CASES, write_compare_pair
 from tests.conftest import write_tiny_corpus
-from tests.dvc_helpers import REPO, clone_working_tree, env, run
+from tests.dvc_helpers import REPO, clone_working_tree, copy_of, env, run
 
 
 def test_every_refused_compare_input_is_named_by_its_side_or_option():
@@ -374,29 +374,27 @@ def groundkit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def experiments(tmp_path_factory) -> Path:
-    """A clone with the committed baseline at HEAD and three DVC experiments: small and large chunks, and one
-    that only moves the work to the Ray engine (no stage declares execution: DVC re-runs nothing, and Ray never
-    starts)."""
-    repo = clone_working_tree(tmp_path_factory.mktemp("compare") / "repo")
-    for setting, name in (("chunk.size=200", "small-chunks"), ("chunk.size=1200", "large-chunks"),
-                          ("execution.engine=ray", "on-ray")):
-        run(["dvc", "exp", "run", "-S", setting, "-n", name], repo)
-        run(["git", "checkout", "--", "."], repo)  # the next experiment starts from the commit
+def experiments(sweep_clone, tmp_path_factory) -> Path:
+    """A copy of the session's sweep clone: the committed baseline at HEAD, experiments s400 (chunks of 400
+    characters) and s1200 (1200, 100 shared), queued-exp (queued, never run); and one experiment more that only
+    moves the work to the Ray engine (no stage declares execution: DVC re-runs nothing, and Ray never starts)."""
+    repo = copy_of(sweep_clone.repo, tmp_path_factory.mktemp("compare") / "repo")
+    run(["dvc", "exp", "run", "-q", "-S", "execution.engine=ray", "-n", "on-ray"], repo)
+    run(["git", "checkout", "--", "."], repo)  # the workspace back at the commit
     return repo
 
 
 def test_compare_revision_against_experiment(experiments):
-    result = groundkit("compare", "HEAD", "small-chunks", "--json", cwd=experiments)
+    result = groundkit("compare", "HEAD", "s400", "--json", cwd=experiments)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["params_changed"] == {"chunk.size": [800, 200]}
+    assert report["params_changed"] == {"chunk.size": [800, 400]}
     overall = {s["metric"]: s for s in report["overall"]}
     committed = json.loads((experiments / "metrics" / "detail.json").read_text())["answerable"]
     assert overall["ndcg@10"]["baseline"] == pytest.approx(committed["ndcg@10"], abs=1e-6)
     assert overall["ndcg@10"]["queries"] == 144
     assert overall["ndcg@10"]["delta"] < 0 and overall["ndcg@10"]["p_value"] < 0.05
-    # 200-character chunks read a quarter of the context at 10, and hold as much gold within 1,000 characters:
+    # 400-character chunks read half the context at 10, and hold as much gold within 1,000 characters:
     # nDCG@10 fell only with the context, a trade and not a loss.
     assert overall["chars@10"]["delta"] < 0 and overall["chars@10"]["p_value"] < 0.05
     assert overall["coverage@1000chars"]["p_value"] > 0.05
@@ -405,22 +403,22 @@ def test_compare_revision_against_experiment(experiments):
     assert report["worse"] and all(
         (w["rank_after"] or 10**9) > (w["rank_before"] or 10**9) for w in report["worse"])
 
-    again = groundkit("compare", "HEAD", "small-chunks", "--json", cwd=experiments)
+    again = groundkit("compare", "HEAD", "s400", "--json", cwd=experiments)
     assert again.stdout == result.stdout  # seeded: the same report every time
 
 
 def test_fail_on_regression_gates_ci(experiments):
-    gated = groundkit("compare", "HEAD", "small-chunks", "--fail-on-regression", "--metric", "ndcg@10,recall@5",
+    gated = groundkit("compare", "HEAD", "s400", "--fail-on-regression", "--metric", "ndcg@10,recall@5",
                       cwd=experiments)
     # Both fell only with less context read: traded, and the gate agrees with the verdict, passing with a note.
     assert gated.returncode == 0, gated.stderr
     assert "**Verdict: traded**" in gated.stdout
     assert "gate passed: ndcg@10, rule regression: fell only with less context read (chars@10)" in gated.stderr
     # Asked for evidence that nDCG@10 lost less than 0.01, the gate fails, naming the metric and the rule.
-    proven = groundkit("compare", "HEAD", "small-chunks", "--non-inferiority", "ndcg@10=0.01", cwd=experiments)
+    proven = groundkit("compare", "HEAD", "s400", "--non-inferiority", "ndcg@10=0.01", cwd=experiments)
     assert proven.returncode == 4 and "gate failed: ndcg@10, rule non-inferiority: delta -" in proven.stderr
-    improved = groundkit("compare", "small-chunks", "HEAD", "--fail-on-regression", cwd=experiments)
-    # The other way round nDCG@10 rises only with four times the context read: traded, and no regression.
+    improved = groundkit("compare", "s400", "HEAD", "--fail-on-regression", cwd=experiments)
+    # The other way round nDCG@10 rises only with twice the context read: traded, and no regression.
     assert improved.returncode == 0 and "**Verdict: traded**: ndcg@10 rose only with more context read" in \
         improved.stdout
 
@@ -444,13 +442,14 @@ def test_compare_every_experiment_of_the_commit(experiments):
     result = groundkit("compare", "HEAD", "--experiments", "--json", cwd=experiments)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    # Sorted by the parameter they change: chunk.size 200, then 1200.
-    assert [c["candidate"] for c in report["candidates"]] == ["small-chunks", "large-chunks"]
-    assert [c["params_changed"] for c in report["candidates"]] == [{"chunk.size": [800, 200]},
-                                                                    {"chunk.size": [800, 1200]}]
+    # Sorted by the parameters they change, in their names' order: chunk.overlap (100 for s1200, unchanged for
+    # s400), then chunk.size.
+    assert [c["candidate"] for c in report["candidates"]] == ["s1200", "s400"]
+    assert [c["params_changed"] for c in report["candidates"]] == [{"chunk.overlap": [0, 100], "chunk.size": [800, 1200]},
+                                                                    {"chunk.size": [800, 400]}]
     rows = [s for c in report["candidates"] for s in c["overall"]]
     assert [s["metric"] for s in rows] == ["ndcg@10", "coverage@1000chars"] * 2  # the default gate
-    for name, stats in zip(("small-chunks", "large-chunks"), (rows[:2], rows[2:]), strict=True):
+    for name, stats in zip(("s1200", "s400"), (rows[:2], rows[2:]), strict=True):
         alone = json.loads(groundkit("compare", "HEAD", name, "--json", cwd=experiments).stdout)
         for row in stats:
             decided = {"p_adjusted", "ci", "ci_level", "ci_bounds", "significant"}
@@ -465,34 +464,38 @@ def test_compare_every_experiment_of_the_commit(experiments):
         running = max(running, min(1.0, (4 - position) * rows[i]["p_value"]))
         expected[i] = running
     assert [r["p_adjusted"] for r in rows] == pytest.approx(expected)
-    # Smaller chunks lose nDCG@10 only with the context they no longer read, larger ones gain it only with more:
-    # neither is better or worse where it counts, at 1,000 characters.
-    assert [c["verdict"] for c in report["candidates"]] == ["traded", "traded"]
-    assert all(c["context"]["ndcg@10"]["traded"] for c in report["candidates"])
-    # The engine-only experiment is no candidate (four tests in the correction, not six), and the report says so.
-    assert report["verdict"] == "traded (all 2)" and report["left_out"] == [
+    # Smaller chunks lose nDCG@10 only with the context they no longer read; larger ones change nothing the
+    # judgments can see: neither is worse where it counts, at 1,000 characters.
+    assert [c["verdict"] for c in report["candidates"]] == ["no significant change", "traded"]
+    assert report["candidates"][1]["context"]["ndcg@10"]["traded"]
+    # The engine-only experiment is no candidate (four tests in the correction, not six), and the report says so;
+    # so is the queued one.
+    assert report["verdict"] == "1 traded, 1 no significant change" and report["left_out"] == [
+        {"experiment": "queued-exp", "reason": "queued, not run yet"},
         {"experiment": "on-ray", "reason": "its results are the baseline's, byte for byte (per_query.csv and "
                                            "metrics.json): it changes no number (execution.engine, say)"}]
 
     shown = groundkit("compare", "HEAD", "--experiments", "--fail-on-regression", cwd=experiments)
     assert shown.returncode == 0, shown.stderr  # traded: the gate passes, and says why
-    assert "gate passed: ndcg@10 (small-chunks), rule regression: fell only with less context read" in shown.stderr
+    assert "gate passed: ndcg@10 (s400), rule regression: fell only with less context read" in shown.stderr
     assert shown.stdout.startswith("## groundkit compare: `HEAD` against 2 candidates\n")
     assert "their p-values and CIs are Holm-corrected over 4 tests (2 candidates x 2 metrics)" in shown.stdout
     assert "| ndcg@10 | all | 144 | " in shown.stdout
     assert "With 144 answerable queries these judgments can detect a change of about " in shown.stdout
-    # The experiment's name is outside text, backslash-escaped in Markdown (on\-ray renders as on-ray).
-    assert "Left out of `--experiments`: on\\-ray: its results are the baseline's, byte for byte" in shown.stdout
+    # The experiments' names are outside text, backslash-escaped in Markdown (on\-ray renders as on-ray).
+    assert "Left out of `--experiments`: queued\\-exp: queued, not run yet; on\\-ray: its results are the " \
+           "baseline's, byte for byte" in shown.stdout
 
 
 def test_experiments_leave_out_the_baseline(experiments):
-    # small-chunks is the baseline here, so it is left out; on-ray, whose results are HEAD's and not
-    # small-chunks', stays a candidate beside large-chunks.
-    result = groundkit("compare", "small-chunks", "--experiments", "--json", cwd=experiments)
+    # s400 is the baseline here, so it is left out; on-ray, whose results are HEAD's and not s400's, stays a
+    # candidate beside s1200 (sorted as above: s1200 changes chunk.overlap, on-ray does not).
+    result = groundkit("compare", "s400", "--experiments", "--json", cwd=experiments)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert [c["candidate"] for c in report["candidates"]] == ["on-ray", "large-chunks"]  # chunk.size 800, 1200
-    assert report["left_out"] == [{"experiment": "small-chunks", "reason": "is the baseline"}]
+    assert [c["candidate"] for c in report["candidates"]] == ["s1200", "on-ray"]
+    assert report["left_out"] == [{"experiment": "queued-exp", "reason": "queued, not run yet"},
+                                  {"experiment": "s400", "reason": "is the baseline"}]
 
 
 def test_several_candidates_name_the_runs_tied_with_the_best_and_each_gate_line(tmp_path, capsys):

@@ -420,3 +420,10 @@ def test_the_modules_sharing_the_sweep_clone_are_scheduled_together():
     users = {str(path.relative_to(REPO)) for path in (REPO / "tests").rglob("test_*.py")
              if re.search(r"\bsweep_clone\b", path.read_text(encoding="utf-8"))}
     assert users == SWEEP_CLONE_MODULES
+
+
+def test_the_modules_started_early_exist():
+    # A module renamed but left in conftest.py's STARTED_EARLY would silently lose its place at the start.
+    from tests.conftest import STARTED_EARLY
+
+    assert all((REPO / module).is_file() for module in STARTED_EARLY)

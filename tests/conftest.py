@@ -160,6 +160,16 @@ def pytest_xdist_auto_num_workers(config):
     return cores + 1
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (tests/browser.py), one per module that looks at a page."""
+    from tests.browser import Browser
+
+    opened = Browser()
+    yield opened
+    opened.close()
+
+
 @pytest.fixture(scope="session")
 def sweep_clone(tmp_path_factory) -> SweepClone:
     """One real git + DVC clone with a small chunking sweep, shared by the report, view and browser tests."""

@@ -272,15 +272,6 @@ def test_scifact_top_passages_are_marked_as_word_by_word(windowed, params):
     assert assert_same_marks(params, cases) > 15000
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from tests.browser import Browser
-
-    opened = Browser()
-    yield opened
-    opened.close()
-
-
 @pytest.mark.integration
 @pytest.mark.parametrize("params", [{}, {"tokenize": {"stemmer": "english", "stopwords": "en"}}])
 def test_scifact_marks_in_chromium_are_the_word_by_word_reference(windowed, browser, params, tmp_path):

@@ -311,15 +311,16 @@ def _vocabulary(texts: Sequence[str], *, ascii_words: bool) -> _Shown:
     beyond = {word for word in words if not word.isascii()}
     lowered = None
     if ascii_words:
-        narrow = " ".join(text for text in texts if text.isascii())
-        lowered = set(narrow.translate(_ASCII_LOWER_WORDS).split())
+        from groundkit.corpus.tokenizing import tokenize
+
+        # The default tokenizer on ASCII text is exactly this: its \w+ runs, lower-cased, split in C.
+        lowered = set(tokenize(" ".join(text for text in texts if text.isascii())))
         lowered.update(word.lower() for word in words if word.isascii())
     characters = "".join(sorted({c for word in beyond for c in word if not c.isascii()}))
     return _Shown(lowered, beyond, characters)
 
 
 _WORD = re.compile(r"\w+")
-_ASCII_LOWER_WORDS = {code: chr(code).lower() if chr(code).isalnum() or chr(code) == "_" else " " for code in range(128)}
 
 
 def _top(evidence: Evidence, other: Evidence | None, query_id: str, k: int,
@@ -399,8 +400,9 @@ def page_data(run: Input, base: Input | None, comparison: Comparison | None, *, 
     if base is not None and base.side.metadata.get("params", {}).get("tokenize") != \
             side.metadata.get("params", {}).get("tokenize"):
         base_words = _Words(base.side.metadata.get("params", {}))
-    shown = _vocabulary([shown_text(segments, document, start, min(end, start + PASSAGE_CHARS))
-                         for document, start, end, *_ in passages.values()], ascii_words=words.stems or base_words.stems)
+    texts_shown = [shown_text(segments, document, start, min(end, start + PASSAGE_CHARS))
+                   for document, start, end, *_ in passages.values()]
+    shown = _vocabulary(texts_shown, ascii_words=words.stems or base_words.stems)
     words.read(shown)
     if base_words is not words:
         base_words.read(shown)

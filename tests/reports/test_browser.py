@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from groundkit.cli import main
-from tests.browser import TOOLS, Browser, require
+from tests.browser import TOOLS, require
 from tests.conftest import REPO
 from tests.dvc_helpers import run
 
@@ -27,13 +27,6 @@ PLOT_PAGE = """<!DOCTYPE html>
 <script src="vega.min.js"></script><script src="vega-lite.min.js"></script><script src="vega-embed.min.js"></script>
 </head><body><div id="vis"></div></body></html>
 """
-
-
-@pytest.fixture(scope="module")
-def browser():
-    opened = Browser()
-    yield opened
-    opened.close()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from groundkit.cli import main
 from tests.bad_inputs import COMPARE_CASES, write_compare_pair
 from tests.conftest import write_tiny_corpus
-from tests.dvc_helpers import REPO, clone_working_tree, copy_of, env, run
+from tests.dvc_helpers import REPO, copy_of, env, run
 
 
 def test_every_refused_compare_input_is_named_by_its_side_or_option():
@@ -445,8 +445,8 @@ def test_compare_every_experiment_of_the_commit(experiments):
     # Sorted by the parameters they change, in their names' order: chunk.overlap (100 for s1200, unchanged for
     # s400), then chunk.size.
     assert [c["candidate"] for c in report["candidates"]] == ["s1200", "s400"]
-    assert [c["params_changed"] for c in report["candidates"]] == [{"chunk.overlap": [0, 100], "chunk.size": [800, 1200]},
-                                                                    {"chunk.size": [800, 400]}]
+    assert [c["params_changed"] for c in report["candidates"]] == [
+        {"chunk.overlap": [0, 100], "chunk.size": [800, 1200]}, {"chunk.size": [800, 400]}]
     rows = [s for c in report["candidates"] for s in c["overall"]]
     assert [s["metric"] for s in rows] == ["ndcg@10", "coverage@1000chars"] * 2  # the default gate
     for name, stats in zip(("s1200", "s400"), (rows[:2], rows[2:]), strict=True):

@@ -242,21 +242,13 @@ def tripping_run(tmp_path_factory) -> Path:
                "snapshot", "file ﬁle", "ǆemal", "ab a\u0301b", "2² ½", "nbsp em ideographic", "㆒ 一二", "x y",
                "\U0001d518nicode"]
     (folder / "judgments.jsonl").write_text("".join(json.dumps(
-        {"query_id": f"t{i:02d}", "query": query, "category": "factoid", "gold": [{"document": "forward.md", "whole_document": True}]},
+        {"query_id": f"t{i:02d}", "query": query, "category": "factoid",
+         "gold": [{"document": "forward.md", "whole_document": True}]},
         ensure_ascii=False) + "\n" for i, query in enumerate(queries)), encoding="utf-8")
     out = folder / "run"
     assert main(["run", "--corpus", str(corpus), "--judgments", str(folder / "judgments.jsonl"), "--out", str(out),
                  "--set", "chunk.size=120", "--set", "chunk.overlap=40", "--set", "audit.max_trivial_share=null"]) == 0
     return out
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from tests.browser import Browser
-
-    opened = Browser()
-    yield opened
-    opened.close()
 
 
 @pytest.mark.integration

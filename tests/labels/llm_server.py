@@ -33,6 +33,7 @@ class LLMServer:
         self.structured, self.retry_after, self.after = structured, retry_after, after
         self.requests = 0  # every POST, faults included
         self.answered = 0  # well-formed completions answered
+        self.in_flight = 0  # requests being handled now
         self.headers: list[dict[str, str]] = []
         self.bodies: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -43,7 +44,13 @@ class LLMServer:
                 pass
 
             def do_POST(self) -> None:
-                server.handle(self)
+                with server.lock:
+                    server.in_flight += 1
+                try:
+                    server.handle(self)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -57,6 +64,20 @@ class LLMServer:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def settled(self, quiet: float = 0.3, timeout: float = 30.0) -> int:
+        """Wait until no request is being handled and none has come for ``quiet`` seconds; return the count.
+
+        A client killed mid-call may leave its last request in the server's socket, handled a moment after the
+        kill: a count read at once would miss it and charge it to whatever runs next."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                seen, busy = self.requests, self.in_flight
+            time.sleep(quiet)
+            with self.lock:
+                if (not busy and not self.in_flight and self.requests == seen) or time.monotonic() > deadline:
+                    return self.requests
 
     def handle(self, request: BaseHTTPRequestHandler) -> None:
         length = int(request.headers.get("Content-Length", "0"))

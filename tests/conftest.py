@@ -151,15 +151,13 @@ def pytest_xdist_make_scheduler(config, log):
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: two workers more than the cores. Much of the suite waits on processes of its own (DVC, git,
+    """``-n auto``: one worker more than the cores. Much of the suite waits on processes of its own (DVC, git,
     Ray, Chromium), which leaves a core idle: on this 2-core machine three workers ran the suite in 501 s where
-    two took 547 s (the same commit, one after the other); on a slower day, four took 701 s where three took 766 s
-    and 771 s (a pure-Python reference loop was slower during the four-worker run, not faster).
-    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides."""
+    two took 547 s (the same commit, one after the other). ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own implementation reads it
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores + 2
+    return cores + 1
 
 
 @pytest.fixture(scope="module")

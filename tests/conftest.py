@@ -173,10 +173,10 @@ def browser():
 @pytest.fixture(scope="session")
 def sweep_clone(tmp_path_factory) -> SweepClone:
     """One real git + DVC clone with a small chunking sweep, shared by the report, view and browser tests."""
-    from tests.dvc_helpers import clone_working_tree, run
+    from tests.dvc_helpers import copy_of, reproduced_clone, run
 
-    repo = clone_working_tree(tmp_path_factory.mktemp("sweep-clone") / "repo")
-    repro = run(["dvc", "repro"], repo)
+    template, repro_output = reproduced_clone(tmp_path_factory)
+    repo = copy_of(template, tmp_path_factory.mktemp("sweep-clone") / "repo")
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-q", "-m", "results", "--allow-empty"], repo)
     before = (repo / "params.yaml").read_text(encoding="utf-8")
@@ -188,4 +188,4 @@ def sweep_clone(tmp_path_factory) -> SweepClone:
         run(["git", "checkout", "--", "."], repo)
     run(["dvc", "checkout", "-q"], repo)
     run(["dvc", "exp", "run", "--queue", "-q", "-n", QUEUED_EXPERIMENT, "-S", "chunk.size=2000"], repo)
-    return SweepClone(repo, repro.stdout + repro.stderr, before, after, metrics)
+    return SweepClone(repo, repro_output, before, after, metrics)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -55,6 +56,43 @@ def clone_working_tree(dest: Path) -> Path:
     run(["git", "add", "-A"], dest)
     run(["git", "commit", "-q", "-m", "clone"], dest)
     return dest
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """``build(folder)`` run once per test session, whichever xdist worker asks first; every worker gets ``folder``.
+
+    The folder is shared: a test copies it (:func:`copy_of`) before writing to it. The first worker to ask builds
+    under an exclusive lock on a file beside it while the others wait (a worker waiting leaves its core to those
+    building); a build that failed is removed, so the next to ask builds again and fails with its own message.
+    """
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # xdist: basetemp is .../popen-gwN
+    folder, done = root / f"built-once-{name}", root / f"built-once-{name}.done"
+    with open(root / f"built-once-{name}.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            if folder.exists():
+                shutil.rmtree(folder)
+            try:
+                build(folder)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            done.touch()
+    return folder
+
+
+def reproduced_clone(tmp_path_factory) -> tuple[Path, str]:
+    """A clone of the working tree on which ``dvc repro`` has run once, shared by the whole session: the
+    repository, and what that ``dvc repro`` printed (stdout, then stderr). Copy it (:func:`copy_of`) to write."""
+
+    def build(folder: Path) -> None:
+        repo = clone_working_tree(folder / "repo")
+        result = run(["dvc", "repro"], repo)
+        (folder / "repro.txt").write_text(result.stdout + result.stderr, encoding="utf-8")
+
+    folder = built_once(tmp_path_factory, "reproduced", build)
+    return folder / "repo", (folder / "repro.txt").read_text(encoding="utf-8")
 
 
 def wait_for_queue(repo: Path, succeeding: Sequence[str], status: Callable[[], str], timeout: float = 600) -> str:

@@ -101,8 +101,8 @@ def _committed_metrics(repo: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def queue_drained(tmp_path_factory) -> tuple[Path, dict[int, dict]]:
-    """A clone where two chunk sizes are queued with an experiment that edits groundkit, and what each size
-    gives run alone.
+    """A clone where a chunk size is queued with an experiment that edits groundkit, and what that size gives
+    run alone.
 
     Alone is ``groundkit run`` in a folder of its own, which writes the pipeline's metrics.json byte for byte
     (tests/pipeline/test_dvc.py); it also leaves DVC's run cache empty, so the queue runs every stage itself.
@@ -110,7 +110,7 @@ def queue_drained(tmp_path_factory) -> tuple[Path, dict[int, dict]]:
     experiment's own copy of the tree holds it.
     """
     repo = clone_working_tree(tmp_path_factory.mktemp("queue") / "repo")
-    sizes = (300, 1200)  # two that differ: the queue runs them side by side (-j 2) with the code edit
+    sizes = (300,)  # not the committed 800: the queue runs it side by side (-j 2) with the code edit
 
     alone = {}
     for size in sizes:
@@ -138,8 +138,8 @@ def test_queued_experiments_equal_running_each_alone(queue_drained):
     queued = _exp_metrics(repo)
     for size, metrics in alone.items():
         assert queued[f"size-{size}"] == metrics, size
-    # Different chunk sizes must really give different results, or the comparison above proves nothing.
-    assert len({json.dumps(m, sort_keys=True) for m in alone.values()}) == len(alone)
+    # The queued size must really give other results than the committed one, or the comparison proves nothing.
+    assert all(metrics != _committed_metrics(repo) for metrics in alone.values())
 
 
 def test_queued_experiment_measures_its_own_code(queue_drained):

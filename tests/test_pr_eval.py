@@ -16,7 +16,7 @@ import yaml
 
 from tests.browser import TOOLS, require
 from tests.conftest import REPO
-from tests.dvc_helpers import clone_working_tree, env, run
+from tests.dvc_helpers import copy_of, env, reproduced_clone, run
 
 pytestmark = pytest.mark.integration
 
@@ -85,8 +85,7 @@ def test_the_workflow_runs_the_script_and_keeps_one_comment():
 @pytest.fixture(scope="module")
 def pull_request(tmp_path_factory) -> Path:
     """A repository whose main is the working tree with its results, and a branch that halves chunk.size."""
-    repo = clone_working_tree(tmp_path_factory.mktemp("pr") / "repo")
-    run(["dvc", "repro", "-q"], repo)
+    repo = copy_of(reproduced_clone(tmp_path_factory)[0], tmp_path_factory.mktemp("pr") / "repo")
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-q", "--allow-empty", "-m", "base results"], repo)
     run(["git", "checkout", "-q", "-b", "smaller-chunks"], repo)

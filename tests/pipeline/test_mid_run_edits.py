@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from groundkit.corpus.documents import corpus_hash
-from tests.dvc_helpers import clone_working_tree, repro, run
+from tests.dvc_helpers import copy_of, repro, reproduced_clone, run
 
 pytestmark = pytest.mark.integration
 
@@ -47,9 +47,8 @@ if _spec and sys.argv[0].endswith("stage.py") and sys.argv[1:2] == [_spec["stage
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:
-    """A clone on which `dvc repro` has run; each test leaves it as it found it."""
-    repo = clone_working_tree(tmp_path_factory.mktemp("mid-run") / "repo")
-    repro(repo)
+    """A copy of the session's clone on which `dvc repro` has run; each test leaves it as it found it."""
+    repo = copy_of(reproduced_clone(tmp_path_factory)[0], tmp_path_factory.mktemp("mid-run") / "repo")
     (repo.parent / "hook").mkdir()
     (repo.parent / "hook" / "sitecustomize.py").write_text(EDITOR, encoding="utf-8")
     return repo

@@ -55,6 +55,6 @@ def corpus_by_path(root: str, args: argparse.Namespace | None = None) -> dict[st
 
 
 def categories() -> list[Any]:
-    from groundkit.corpus.judgments import Category
+    from groundkit.corpus.categories import Category
 
     return list(Category)

@@ -344,7 +344,7 @@ def _cmd_pool(args: argparse.Namespace) -> int:
 
 
 def _repair_threshold() -> float:
-    from groundkit.corpus.repair import REPAIR_THRESHOLD
+    from groundkit.corpus.similarity import REPAIR_THRESHOLD
 
     return REPAIR_THRESHOLD
 

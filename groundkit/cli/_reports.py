@@ -13,7 +13,7 @@ REGRESSION_EXIT = 4
 
 def _compare_gate() -> list[str]:
     """compare's --metric default, named by the measure registry: what the verdict judges by."""
-    from groundkit.reports.compare import DEFAULT_GATE
+    from groundkit.reports.gate import DEFAULT_GATE
 
     return list(DEFAULT_GATE)
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from enum import StrEnum
 from pathlib import Path
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from groundkit.artifacts.models import StrictRecord
+from groundkit.corpus.categories import Category, Origin
 from groundkit.errors import JSONLineError, JudgmentsError
 from groundkit.inputs.jsonline import loads_line
 from groundkit.inputs.suggest import near_path_text
@@ -30,23 +30,6 @@ QUERY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 MAX_GRADE = 1_000
 """The largest relevance grade: TREC collections use 0-4; a bound keeps a typo from dwarfing every other gain."""
-
-
-class Category(StrEnum):
-    """What a judgment tests. ``no_answer`` is the only category without gold."""
-
-    FACTOID = "factoid"
-    MULTI_PASSAGE = "multi_passage"
-    BOUNDARY = "boundary"
-    LEXICAL_GAP = "lexical_gap"
-    NO_ANSWER = "no_answer"
-
-
-class Origin(StrEnum):
-    """Who wrote a judgment: a person (the default, and what every hand-written file holds) or a judge model."""
-
-    HUMAN = "human"
-    MACHINE = "machine"
 
 
 class Sample(StrictRecord):

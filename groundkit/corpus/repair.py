@@ -20,15 +20,9 @@ from pathlib import Path
 from groundkit.corpus.authoring import Proposal, rewrite, sentence, unique_around, words
 from groundkit.corpus.judgments import Judgment
 from groundkit.corpus.passage import Document, NotOnce, locate_once
+from groundkit.corpus.similarity import similarity
 from groundkit.corpus.tokenizing import make_content_tokenizer
 
-REPAIR_THRESHOLD = 0.8
-"""The similarity at or above which ``repair --write`` applies a proposal.
-
-Similarity is difflib's ratio, 2M / T, with M the characters the old and new quote share (in order)
-and T the characters of both. 0.8 lets a few words change in a sentence-long quote (a number, a
-unit, a rephrased clause) and refuses a proposal that is mostly other text.
-"""
 
 @dataclass(frozen=True)
 class Repair:
@@ -55,11 +49,6 @@ class Repair:
 
     def applies(self, threshold: float) -> bool:
         return self.proposal is not None and not self.held and self.similarity >= threshold
-
-
-def similarity(old: str, new: str) -> float:
-    """difflib's ratio of two strings: 2M / T (1.0 equal, 0.0 nothing in common)."""
-    return difflib.SequenceMatcher(None, old, new, autojunk=False).ratio()
 
 
 def _trim_to_quote(quote: str, text: str, start: int, end: int) -> tuple[int, int]:

@@ -31,6 +31,7 @@ import numpy as np
 
 from groundkit.errors import CompareError, MeasureError
 from groundkit.reports.compare_ppi import two_label_comparison
+from groundkit.reports.gate import DEFAULT_GATE
 from groundkit.reports.inference import MIN_QUERIES, TOO_FEW, TOO_FEW_LABELLED, NormalNull, Ties, tied_with_best
 from groundkit.reports.paired import Stat, count_text, decide_rows, paired_rows, untested_reason
 from groundkit.reports.sides import NO_ANSWER, Side, params_changed
@@ -55,9 +56,6 @@ from groundkit.scoring.separability import paired_bootstrap
 
 SHORT_HASH = 12
 
-DEFAULT_GATE = ("ndcg@10", "coverage@1000chars")
-"""What the verdict judges by unless told otherwise: ranking quality, and how much of the gold a context window of
-1,000 characters holds (size-fair), so that a larger chunk cannot win by reading more."""
 
 
 ALL = "all"  # the category name of the overall row in the table of detectable effects

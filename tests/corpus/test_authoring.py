@@ -12,7 +12,8 @@ from groundkit.cli import main
 from groundkit.corpus.authoring import fmt, next_query_id, propose, shortest, unique_around
 from groundkit.corpus.judgments import load_judgments
 from groundkit.corpus.passage import Document
-from groundkit.corpus.repair import REPAIR_THRESHOLD, repairs, word_diff
+from groundkit.corpus.repair import repairs, word_diff
+from groundkit.corpus.similarity import REPAIR_THRESHOLD
 from groundkit.errors import JudgmentsError
 
 BACKUP = ("Backups take a snapshot of every range.\n"

@@ -60,7 +60,7 @@ def test_a_forced_rerun_is_byte_identical_and_its_stages_import_only_what_they_n
         "atexit.register(_record)\n", encoding="utf-8")
     environment = {key: value for key, value in env(PYTHONPATH=str(tmp_path),
                                                       GROUNDKIT_IMPORTS_RECORD=str(record)).items()
-                   if key != "PYTHONDONTWRITEBYTECODE"}
+                   if key not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
     before = tree_digest(reproduced / "build", reproduced / "metrics")
     out = subprocess.run(["dvc", "repro", "-f"], cwd=reproduced, env=environment, capture_output=True, text=True,
                          check=False)

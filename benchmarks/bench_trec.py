@@ -125,6 +125,12 @@ def main() -> None:
     parser.add_argument("--no-ranx", action="store_true", help="leave ranx out (it is not a groundkit dependency)")
     parser.add_argument("--no-ir-measures", action="store_true", help="leave ir_measures out (the slowest side)")
     args = parser.parse_args()
+    if not args.no_ranx:
+        try:
+            import ranx
+        except ImportError:
+            sys.exit("error: ranx is not installed (it is not a groundkit dependency)\n"
+                     "  fix: pip install ranx==0.3.21, or pass --no-ranx")
     print_machine()
     with tempfile.TemporaryDirectory(prefix="bench-trec-") as scratch:
         folder = Path(scratch)

@@ -170,10 +170,10 @@ def bytecode_written_once(tmp_path_factory):
     the first process to import a file from a given path compiles it. Nothing is written beside the code, in
     this checkout or in a test's clone, where DVC hashes the code folders.
     """
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    from tests.dvc_helpers import session_folder
+
     saved = {key: os.environ.get(key) for key in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
-    os.environ["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    os.environ["PYTHONPYCACHEPREFIX"] = str(session_folder(tmp_path_factory) / "pycache")
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     yield
     for key, value in saved.items():

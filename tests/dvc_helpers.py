@@ -58,6 +58,12 @@ def clone_working_tree(dest: Path) -> Path:
     return dest
 
 
+def session_folder(tmp_path_factory) -> Path:
+    """The folder every xdist worker of this test session shares (each worker's basetemp is .../popen-gwN in it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
     """``build(folder)`` run once per test session, whichever xdist worker asks first; every worker gets ``folder``.
 
@@ -65,8 +71,7 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
     under an exclusive lock on a file beside it while the others wait (a worker waiting leaves its core to those
     building); a build that failed is removed, so the next to ask builds again and fails with its own message.
     """
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # xdist: basetemp is .../popen-gwN
+    root = session_folder(tmp_path_factory)
     folder, done = root / f"built-once-{name}", root / f"built-once-{name}.done"
     with open(root / f"built-once-{name}.lock", "w", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -57,7 +57,6 @@ from groundkit.scoring.separability import paired_bootstrap
 SHORT_HASH = 12
 
 
-
 ALL = "all"  # the category name of the overall row in the table of detectable effects
 
 

@@ -527,9 +527,15 @@ def _measured(baseline: Side, before_rows: np.ndarray, answerable: list[str], ca
     category_metrics = per_category(metrics)
     shown = [*category_metrics, *(m for m in gate if m not in category_metrics)]
     answerable_categories = [baseline.per_query.categories[i] for i in before_rows]
+    by_name = {s.metric: s for s in overall}
     by_category = {}
     for c in sorted(set(answerable_categories)):
         mask = np.array([category == c for category in answerable_categories], dtype=bool)
+        if mask.all() and all(m in by_name for m in shown):
+            # One category holds every query: its rows are the overall ones (a row's draws depend only on the
+            # number of queries and the seed), and resampling them again would double the time of the report.
+            by_category[c] = [by_name[m] for m in shown]
+            continue
         by_category[c] = paired_rows(shown, metric_matrix(baseline, before_rows[mask], shown),
                                      [metric_matrix(candidate, after_rows[mask], shown)])[0]
     worse, better = moved_queries(baseline, candidate, answerable, before_rows, after_rows)
@@ -541,8 +547,8 @@ def _measured(baseline: Side, before_rows: np.ndarray, answerable: list[str], ca
         "abstained_candidate": sum(1 for q in unanswerable if after.abstained[after.position[q]]),
         SEPARABILITY: paired_separability(baseline, candidate, answerable, unanswerable),
     }
-    return {s.metric: s for s in overall}, {"category_metrics": category_metrics, "by_category": by_category,
-                                            "worse": worse, "better": better, "no_answer": no_answer}
+    return by_name, {"category_metrics": category_metrics, "by_category": by_category,
+                     "worse": worse, "better": better, "no_answer": no_answer}
 
 
 def moved_queries(baseline: Side, candidate: Side, answerable: list[str], before_rows: np.ndarray,

@@ -51,7 +51,7 @@ from typing import Protocol
 
 import numpy as np
 
-from groundkit.reports.stats import BLOCK_VALUES, POWER, RESAMPLES, SEED, _block
+from groundkit.reports.stats import BLOCK_VALUES, POWER, RESAMPLES, SEED, _block, one_blas_thread
 
 MIN_QUERIES = 10
 """Below this many paired queries no significance is claimed."""
@@ -138,6 +138,7 @@ class FlipNull:
         return -math.inf if k <= 0 else float(self.means[k - 1])
 
 
+@one_blas_thread
 def flip_nulls(numerators: np.ndarray, scales: np.ndarray, *, seed: int = SEED, resamples: int = RESAMPLES,
                block_values: int = BLOCK_VALUES) -> list[FlipNull]:
     """A :class:`FlipNull` per row of ``numerators / scales`` (rows, queries), from scipy's paired draws.
@@ -290,6 +291,7 @@ def queries_for_non_inferiority(sd: float, margin: float, alpha: float, power: f
 # --- the resampling ----------------------------------------------------------------------------
 
 
+@one_blas_thread
 def paired_tests(baseline: np.ndarray, candidate: np.ndarray, *, seed: int = SEED, resamples: int = RESAMPLES,
                  block_values: int = BLOCK_VALUES) -> list[tuple[float | None, float | None, float | None,
                                                                   FlipNull | None]]:
@@ -350,6 +352,7 @@ class Ties:
     detectable: float | None
 
 
+@one_blas_thread
 def tied_with_best(values: np.ndarray, alpha: float, *, seed: int = SEED,
                    resamples: int = MCB_RESAMPLES) -> Ties:
     """Hsu's multiple comparison with the best (Hsu 1996, ch. 4) over (configurations, queries) paired values.

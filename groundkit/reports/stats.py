@@ -27,10 +27,12 @@ machine and agree with scipy's to rounding (tests/reports/test_stats.py).
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from statistics import NormalDist
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -53,6 +55,37 @@ CORRECTIONS = {
 }
 
 Interval = tuple[float | None, float | None, float | None]
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def one_blas_thread(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run ``function`` with the BLAS library on one thread.
+
+    The resampling's matrix products are small (a block of resamples times the rows) between draws and counts
+    that numpy does on one core, and the bootstrap and the sign flips already run side by side. OpenBLAS's own
+    threads only spin between the products: on 100,000 queries they took ``groundkit compare`` from 18.5 s to
+    22.4 s of wall time and from 29 s to 43 s of CPU (BENCHMARKS.md). The limit is set around the whole call and
+    put back after it; calls nested inside it, from either thread, find one thread and leave one.
+    """
+
+    @functools.wraps(function)
+    def limited(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with _blas_threads().limit(limits=1, user_api="blas"):
+            return function(*args, **kwargs)
+
+    return limited
+
+
+@functools.cache
+def _blas_threads() -> Any:
+    """The loaded BLAS libraries, found once: looking them up walks every shared library of the process, and the
+    tests and sweeps call the resampling thousands of times."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def _block(queries: int, resamples: int, block_values: int) -> int:
@@ -135,6 +168,7 @@ def _linear_quantiles(columns: np.ndarray, levels: np.ndarray) -> np.ndarray:
     return ((1 - g) * ordered[j].T + g * ordered[jp1].T)
 
 
+@one_blas_thread
 def mean_intervals(values: np.ndarray, *, seed: int = SEED, resamples: int = RESAMPLES,
                    block_values: int = BLOCK_VALUES) -> list[tuple[float, float] | tuple[None, None]]:
     """Percentile-bootstrap 95% intervals of each row's mean, for (rows, queries) values.
@@ -156,6 +190,7 @@ def mean_intervals(values: np.ndarray, *, seed: int = SEED, resamples: int = RES
     return results
 
 
+@one_blas_thread
 def sign_flip_null(numerators: np.ndarray, scales: np.ndarray, seed: int, resamples: int,
                    block_values: int) -> np.ndarray:
     """The mean difference under random sign flips, (rows, resamples), with scipy's paired draws.
@@ -206,6 +241,7 @@ def _exact_p_value(baseline: np.ndarray, candidate: np.ndarray, seed: int, resam
     ).pvalue)
 
 
+@one_blas_thread
 def paired_stats_many(
     baseline: np.ndarray, candidate: np.ndarray, *, seed: int = SEED, resamples: int = RESAMPLES,
     block_values: int = BLOCK_VALUES,

@@ -352,8 +352,9 @@ def test_100k_queries_fit_in_one_gib_of_address_space(tmp_path):
     for name, step in (("baseline", 0), ("candidate", 4)):
         side = tmp_path / name
         side.mkdir()
-        rows = "".join(f"q{i:06d},factoid,1,,{1.0 if step and i % step == 0 else 0.5:.6f}\n" for i in range(queries))
-        (side / "per_query.csv").write_text("query_id,category,first_gold_rank,abstained,mrr\n" + rows)
+        values = [f"{1.0 if step and i % step == 0 else 0.5:.6f}" for i in range(queries)]
+        rows = "".join(f"q{i:06d},factoid,1,,{v},{v}\n" for i, v in enumerate(values))
+        (side / "per_query.csv").write_text("query_id,category,first_gold_rank,abstained,mrr,ndcg@10\n" + rows)
         (side / "run.json").write_text(json.dumps({"corpus_hash": "c", "judgments_hash": "j", "params": {}}))
     threads = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     result = subprocess.run(
@@ -361,8 +362,15 @@ def test_100k_queries_fit_in_one_gib_of_address_space(tmp_path):
         cwd=tmp_path, env=env(PYTHONPATH=str(REPO), **threads), preexec_fn=_limit_address_space,
         capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
-    mrr = json.loads(result.stdout)["overall"][0]
+    report = json.loads(result.stdout)
+    mrr = report["overall"][0]
     assert (mrr["queries"], mrr["baseline"], mrr["candidate"], mrr["delta"]) == (queries, 0.5, 0.625, 0.125)
+    # The one category holds every query: its row (nDCG at the deepest k) is the overall one, resampled once for
+    # the report, not once more for the category.
+    ndcg = next(row for row in report["overall"] if row["metric"] == "ndcg@10")
+    assert {key: value for key, value in ndcg.items() if key != "metric"} == \
+        {key: value for key, value in mrr.items() if key != "metric"}
+    assert report["by_category"] == {"factoid": [ndcg]}
     assert mrr["p_value"] == pytest.approx(2 / 10_001)
     half = 1.96 * 0.5 * np.sqrt(0.25 * 0.75 / queries)
     assert mrr["ci95"][0] == pytest.approx(0.125 - half, abs=0.1 * half)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,11 +172,20 @@ def bytecode_written_once(tmp_path_factory):
     the first process to import a file from a given path compiles it. Nothing is written beside the code, in
     this checkout or in a test's clone, where DVC hashes the code folders.
     """
-    from tests.dvc_helpers import session_folder
+    from tests.dvc_helpers import CODE_FOLDERS, built_once, session_folder
 
     saved = {key: os.environ.get(key) for key in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
     os.environ["PYTHONPYCACHEPREFIX"] = str(session_folder(tmp_path_factory) / "pycache")
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    def compile_checkout(folder: Path) -> None:
+        # Every module of the checkout's code folders compiled once, for the copies of it the tests make
+        # (tests/dvc_helpers.compiled_too): a copy's processes then compile none of them.
+        folder.mkdir()
+        folders = [str(REPO / name) for name in CODE_FOLDERS]
+        subprocess.run([sys.executable, "-m", "compileall", "-q", *folders], check=True)
+
+    built_once(tmp_path_factory, "compiled", compile_checkout)
     yield
     for key, value in saved.items():
         if value is None:

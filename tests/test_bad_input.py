@@ -21,7 +21,7 @@ from groundkit.cli import main
 from groundkit.corpus.audit import AuditReport
 from tests.bad_inputs import CASES, CORPUS, JUDGMENTS, PARAMS
 from tests.conftest import write_tiny_corpus
-from tests.dvc_helpers import clone_working_tree, repro, run
+from tests.dvc_helpers import clone_working_tree, compiled_too, repro, run
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +39,7 @@ def template(tmp_path_factory) -> Path:
 
 def _copy(template: Path, dest: Path) -> Path:
     shutil.copytree(template, dest, symlinks=True)
+    compiled_too(template, dest)
     return dest
 
 

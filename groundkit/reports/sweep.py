@@ -17,8 +17,10 @@ the commit's; what is left out is returned with the reason, for the command to p
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,12 +206,16 @@ def _is_metric(name: str) -> bool:
 
 
 def dvc_exp_show(cwd: Path, error: type[InputError], where: str) -> list[dict[str, Any]]:
-    """``dvc exp show --json`` in ``cwd``, parsed; a failure is raised as ``error`` naming ``where``."""
-    try:
-        shown = subprocess.run(["dvc", "exp", "show", "--json"], cwd=cwd, capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        raise error(where, "cannot run `dvc exp show --json`: dvc is not on PATH",
-                    fix="install DVC (pip install dvc) or activate the environment that has it") from None
+    """``dvc exp show --json`` in ``cwd``, parsed; a failure is raised as ``error`` naming ``where``.
+
+    DVC runs from groundkit's own environment (``python -m dvc``, as ``groundkit init`` runs it), so a
+    ``groundkit`` started by its path from an environment that is not activated finds the DVC installed beside it.
+    """
+    if importlib.util.find_spec("dvc") is None:
+        raise error(where, f"cannot run `dvc exp show --json`: DVC is not installed in {sys.prefix}",
+                    fix="install groundkit with its dependencies (pip install groundkit), which include DVC")
+    shown = subprocess.run([sys.executable, "-m", "dvc", "exp", "show", "--json"], cwd=cwd, capture_output=True,
+                           text=True, check=False)
     if shown.returncode != 0:
         raise error(where, f"`dvc exp show --json` failed in {cwd}: {shown.stderr.strip()[:300]}",
                     fix="run it inside the repository, after `dvc exp run` or `dvc queue start`")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from groundkit.errors import SweepError
 from groundkit.reports.sweep import experiment_rows
 from tests.bad_inputs import CORPUS, JUDGMENTS, PARAMS
 from tests.conftest import write_tiny_corpus
-from tests.dvc_helpers import clone_working_tree, run
+from tests.dvc_helpers import BIN, clone_working_tree, env, run
 
 SAME = {"judgments_hash": "j" * 64, "corpus_hash": "c" * 64}
 
@@ -153,6 +154,20 @@ def test_sweep_plot_keeps_comparable_experiments_once_and_says_what_it_left_out(
     hashes = json.loads((sweep_repo / "metrics" / "run.json").read_text(encoding="utf-8"))
     assert f"the baseline's {hashes['judgments_hash'][:12]})" in left_out["fewer"]
     assert f"the baseline's {hashes['corpus_hash'][:12]})" in left_out["grown"]
+
+
+def test_groundkit_run_by_its_path_finds_the_dvc_installed_beside_it(sweep_repo, tmp_path):
+    # The environment is not activated: PATH holds the system's folders only, and no dvc command.
+    out = tmp_path / "sweep.csv"
+    path = "/usr/bin:/bin"
+    assert shutil.which("dvc", path=path) is None
+    result = subprocess.run([str(BIN / "groundkit"), "sweep-plot", "--param", "chunk.size", "--metric", "ndcg@10",
+                             "--out", str(out)], cwd=sweep_repo, env={**env(), "PATH": path}, capture_output=True,
+                            text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "experiment,chunk_size,ndcg@10"
+    assert [line.split(",")[:2] for line in lines[1:]] == [["small", "60"], ["main", "800"]]
 
 
 def test_compare_experiments_reads_the_same_experiments_and_says_what_it_left_out(sweep_repo):

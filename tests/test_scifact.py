@@ -24,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 import ir_measures
+import numpy as np
 import pytest
 from ir_measures import RR, R, nDCG
 
@@ -121,24 +122,41 @@ def reference_tokenizer(overrides: dict[str, str]):
     return tokenize
 
 
+def _top(doc_ids: list[str], scores: np.ndarray) -> dict[str, float]:
+    """The DEPTH highest positive scores, ties by document id, as {document id: score}."""
+    hit = np.flatnonzero(scores > 0)
+    if len(hit) > DEPTH:
+        # Only what can reach the top DEPTH is sorted: every score at or above the DEPTH-th largest, ties included.
+        floor = np.partition(scores[hit], len(hit) - DEPTH)[len(hit) - DEPTH]
+        hit = hit[scores[hit] >= floor]
+    ranked = sorted(hit, key=lambda i: (-scores[i], doc_ids[i]))[:DEPTH]
+    return {doc_ids[i]: float(scores[i]) for i in ranked}
+
+
 def reference_lucene_bm25(docs: dict[str, list[str]], queries: dict[str, list[str]], k1: float, b: float):
-    """Lucene BM25 from the formula (float64, inverted lists), sharing no code with bm25s or groundkit."""
-    postings: dict[str, list[tuple[str, int]]] = {}
+    """Lucene BM25 from the formula (float64, inverted lists), sharing no code with bm25s or groundkit.
+
+    A term's list holds its documents and their saturated term frequencies; a query adds idf times each list
+    into the documents' scores, term by term, in the query's order.
+    """
+    doc_ids = list(docs)
+    postings: dict[str, tuple[list[int], list[float]]] = {}
     n, avgdl = len(docs), sum(len(tokens) for tokens in docs.values()) / len(docs)
-    for doc_id, tokens in docs.items():
+    for number, tokens in enumerate(docs.values()):
         norm = k1 * (1 - b + b * len(tokens) / avgdl)
         for term, tf in Counter(tokens).items():
-            postings.setdefault(term, []).append((doc_id, tf / (tf + norm)))
+            where, saturated = postings.setdefault(term, ([], []))
+            where.append(number)
+            saturated.append(tf / (tf + norm))
+    lists = {term: (np.array(where), np.array(saturated)) for term, (where, saturated) in postings.items()}
     run = {}
     for query_id, tokens in queries.items():
-        scores: Counter[str] = Counter()
+        scores = np.zeros(n)
         for term in tokens:  # a repeated query token counts once per occurrence
-            plist = postings.get(term, [])
-            idf = math.log(1 + (n - len(plist) + 0.5) / (len(plist) + 0.5))
-            for doc_id, saturated_tf in plist:
-                scores[doc_id] += idf * saturated_tf
-        top = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:DEPTH]
-        run[query_id] = dict(top)
+            where, saturated = lists.get(term, (np.array([], dtype=int), np.array([])))
+            idf = math.log(1 + (n - len(where) + 0.5) / (len(where) + 0.5))
+            scores[where] += idf * saturated  # a document is at most once in a list
+        run[query_id] = _top(doc_ids, scores)
     return run
 
 
@@ -153,9 +171,7 @@ def bm25s_direct(docs: dict[str, list[str]], queries: dict[str, list[str]], k1: 
     run = {}
     for query_id, tokens in queries.items():
         known = [t for t in tokens if t in vocab]
-        scores = engine.get_scores(known)
-        top = sorted(((doc_ids[i], float(s)) for i, s in enumerate(scores) if s > 0), key=lambda x: (-x[1], x[0]))
-        run[query_id] = dict(top[:DEPTH])
+        run[query_id] = _top(doc_ids, np.asarray(engine.get_scores(known), dtype=np.float64))
     return run
 
 

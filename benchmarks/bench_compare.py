@@ -8,9 +8,12 @@ within a character budget). Each command runs once in a fresh interpreter; its p
 child's own ru_maxrss, read with os.wait4. Beside them, as a floor, a child that only imports numpy
 and scipy.stats and reads the baseline and one candidate: what is left is the statistics' own cost.
 Measured: the two-run report (every metric overall and per category), and the N-way report of the
-baseline against ``--candidates`` candidates on three gated metrics.
+baseline against ``--candidates`` candidates on three gated metrics. With ``--against REV`` each command
+also runs with groundkit as of git revision REV (its tree from ``git archive``, put first on PYTHONPATH),
+alternating with this checkout's for ``--rounds`` rounds, and the ratios of wall and CPU time print.
 
     python benchmarks/bench_compare.py [--queries 100000] [--candidates 4] [--workdir DIR] [--metric NAME ...]
+                                       [--against REV] [--rounds N]
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import csv
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -100,9 +104,10 @@ FLOOR = ("import sys, scipy.stats; from pathlib import Path; from groundkit.repo
          "[read_side(side, cwd=Path.cwd()) for side in sys.argv[1:]]")
 
 
-def measure(command: list[str], cwd: Path) -> tuple[float, float, float, int]:
-    """Wall seconds, CPU seconds, peak RSS (MiB) and exit status of one child process running ``command``."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def measure(command: list[str], cwd: Path, tree: Path = REPO) -> tuple[float, float, float, int]:
+    """Wall seconds, CPU seconds, peak RSS (MiB) and exit status of one child process running ``command`` with
+    groundkit imported from ``tree``."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
     start = time.perf_counter()
     child = subprocess.Popen([sys.executable, *command], cwd=cwd, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -118,12 +123,41 @@ def measure(command: list[str], cwd: Path) -> tuple[float, float, float, int]:
 GATE = "ndcg@10,mrr,recall@10"
 
 
+def against(revision: str, rounds: int, runs: dict[str, list[str]], workdir: Path) -> None:
+    """Each command with this checkout's groundkit and with ``revision``'s, alternating; min, median, max of each,
+    and the ratio of the medians (this checkout over the revision)."""
+    tree = workdir / f"groundkit-{revision}"
+    tree.mkdir()
+    archive = subprocess.run(["git", "archive", revision], cwd=REPO, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    for name, argv in runs.items():
+        times: dict[str, list[tuple[float, float]]] = {"this checkout": [], revision: []}
+        for _ in range(rounds):
+            for label, source in (("this checkout", REPO), (revision, tree)):
+                wall, cpu, _, status = measure(argv, workdir, source)
+                if status != 0:
+                    raise SystemExit(f"{name} with {label}: exit {status}")
+                times[label].append((wall, cpu))
+        print(f"groundkit compare, {name}, {rounds} rounds:")
+        medians = {}
+        for label, pairs in times.items():
+            walls, cpus = sorted(w for w, _ in pairs), sorted(c for _, c in pairs)
+            medians[label] = (statistics.median(walls), statistics.median(cpus))
+            print(f"  {label:>14}: wall {walls[0]:.1f} / {medians[label][0]:.1f} / {walls[-1]:.1f} s, "
+                  f"CPU {cpus[0]:.1f} / {medians[label][1]:.1f} / {cpus[-1]:.1f} s (min / median / max)")
+        print(f"  this checkout over {revision}: wall {medians['this checkout'][0] / medians[revision][0]:.2f}x, "
+              f"CPU {medians['this checkout'][1] / medians[revision][1]:.2f}x (medians)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=100_000)
     parser.add_argument("--candidates", type=int, default=4, help="candidates of the N-way run (default 4)")
     parser.add_argument("--workdir", type=Path, default=None, help="where the folders go (default: a temp dir)")
     parser.add_argument("--metric", action="append", default=[], help="metric columns to write (default: all)")
+    parser.add_argument("--against", metavar="REV", help="also run each command with groundkit as of git revision "
+                        "REV, alternating with this checkout's, and print the ratios")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the --against comparison (default 3)")
     args = parser.parse_args()
     metrics = args.metric or METRICS
     if not {"mrr", "ndcg@10", "recall@10"} <= set(metrics):
@@ -144,6 +178,8 @@ def main() -> int:
             runs[f"{len(candidates)} candidates, {GATE} (--json)"] = [
                 *command, *map(str, candidates), "--json", "--metric", GATE]
         measured = {name: measure(argv, workdir) for name, argv in runs.items()}
+        if args.against:
+            against(args.against, args.rounds, runs, workdir)
     print(f"floor (imports, two sides read): exit {floor_status}, wall {floor_wall:.1f} s, CPU {floor_cpu:.1f} s, "
           f"peak RSS {floor_peak:,.0f} MiB")
     for name, (wall, cpu, peak, status) in measured.items():

@@ -13,8 +13,7 @@ import yaml
 from groundkit.errors import SweepError
 from groundkit.reports.sweep import experiment_rows
 from tests.bad_inputs import CORPUS, JUDGMENTS, PARAMS
-from tests.conftest import write_tiny_corpus
-from tests.dvc_helpers import BIN, clone_working_tree, env, run
+from tests.dvc_helpers import BIN, copy_of, env, reproduced_clone, run
 
 SAME = {"judgments_hash": "j" * 64, "corpus_hash": "c" * 64}
 
@@ -107,32 +106,28 @@ def test_a_metric_no_measure_names_is_refused_before_dvc_runs(tmp_path, capsys, 
 
 @pytest.fixture(scope="module")
 def sweep_repo(tmp_path_factory) -> Path:
-    """The tiny corpus committed with its results, and experiments DVC runs over it.
+    """The committed corpus with its results committed (a copy of the session's reproduced clone), and
+    experiments DVC runs over it.
 
-    ``small`` changes the chunk size; ``fewer`` scores a second judgments file (the no_answer
-    judgment dropped), ``grown`` a corpus with one more document; ``rerun`` repeats the commit's own
+    ``small`` changes the chunk size; ``fewer`` scores a second judgments file (the last judgment
+    dropped), ``grown`` a corpus with one more document; ``rerun`` repeats the commit's own
     parameters, the way a grid that contains them does; ``pending`` is queued and never run.
     """
-    repo = clone_working_tree(tmp_path_factory.mktemp("sweep") / "repo")
-    shutil.rmtree(repo / CORPUS)
-    write_tiny_corpus(repo / CORPUS, repo / JUDGMENTS)
+    repo = copy_of(reproduced_clone(tmp_path_factory)[0], tmp_path_factory.mktemp("sweep") / "repo")
     lines = (repo / JUDGMENTS).read_text(encoding="utf-8").splitlines()
     (repo / "evals" / "judgments_fewer.jsonl").write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")
     shutil.copytree(repo / CORPUS, repo / "evals" / "corpus_grown")
     (repo / "evals" / "corpus_grown" / "compaction.md").write_text(
         "Compaction merges sorted runs and drops tombstones.\n", encoding="utf-8")
-    params = yaml.safe_load((repo / PARAMS).read_text(encoding="utf-8"))
-    params["audit"]["max_trivial_share"] = 1.0  # three documents: every judgment is trivially easy
-    (repo / PARAMS).write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
-    run(["dvc", "repro", "-q"], repo)
     run(["git", "add", "-A"], repo)
-    run(["git", "commit", "-q", "-m", "tiny corpus and its results"], repo)
-    experiments = {"small": "chunk.size=60", "fewer": "corpus.judgments=evals/judgments_fewer.jsonl",
-                   "grown": "corpus.root=evals/corpus_grown", "rerun": f"chunk.size={params['chunk']['size']}"}
+    run(["git", "commit", "-q", "-m", "results, and the sweep's other judgments and corpus"], repo)
+    size = yaml.safe_load((repo / PARAMS).read_text(encoding="utf-8"))["chunk"]["size"]
+    experiments = {"small": "chunk.size=400", "fewer": "corpus.judgments=evals/judgments_fewer.jsonl",
+                   "grown": "corpus.root=evals/corpus_grown", "rerun": f"chunk.size={size}"}
     for name, override in experiments.items():
         run(["dvc", "exp", "run", "-q", "-S", override, "-n", name], repo)
         run(["git", "checkout", "--", "."], repo)  # the next experiment starts from the commit, not from this one
-    run(["dvc", "exp", "run", "--queue", "-S", "chunk.size=90", "-n", "pending"], repo)
+    run(["dvc", "exp", "run", "--queue", "-S", "chunk.size=200", "-n", "pending"], repo)
     return repo
 
 
@@ -141,7 +136,7 @@ def test_sweep_plot_keeps_comparable_experiments_once_and_says_what_it_left_out(
     result = run(["groundkit", "sweep-plot", "--param", "chunk.size", "--metric", "ndcg@10", "--out", str(out)],
                  sweep_repo)
     table = [line.split(" | ")[0].strip("| ") for line in result.stdout.splitlines()[2:]]
-    assert table == ["small", "main"]  # chunk.size 60, then the committed 800; main only once
+    assert table == ["small", "main"]  # chunk.size 400, then the committed 800; main only once
     # The CSV names chunk.size chunk_size: Vega-Lite would read the dot as a nested field and draw nothing.
     assert out.read_text(encoding="utf-8").splitlines()[0] == "experiment,chunk_size,ndcg@10"
     lines = result.stderr.splitlines()
@@ -167,14 +162,13 @@ def test_groundkit_run_by_its_path_finds_the_dvc_installed_beside_it(sweep_repo,
     assert result.returncode == 0, result.stderr
     lines = out.read_text(encoding="utf-8").splitlines()
     assert lines[0] == "experiment,chunk_size,ndcg@10"
-    assert [line.split(",")[:2] for line in lines[1:]] == [["small", "60"], ["main", "800"]]
+    assert [line.split(",")[:2] for line in lines[1:]] == [["small", "400"], ["main", "800"]]
 
 
 def test_compare_experiments_reads_the_same_experiments_and_says_what_it_left_out(sweep_repo):
     # One comparable experiment (small) is left: the two-run report, and stderr lists the others.
     result = run(["groundkit", "compare", "main", "--experiments", "--metric", "ndcg@10"], sweep_repo)
     assert result.stdout.startswith("## groundkit compare: `main` → `small`\n")
-    # Issue 41: stderr also carries the note that below 10 paired queries no significance is claimed.
     left_out = [line.removeprefix("left out of --experiments: ") for line in result.stderr.splitlines()
                 if line.startswith("left out of --experiments: ")]
     assert sorted(name.split(": ")[0] for name in left_out) == ["fewer", "grown", "pending", "rerun"]

@@ -67,20 +67,25 @@ def one_blas_thread(function: Callable[_P, _R]) -> Callable[_P, _R]:
     The resampling's matrix products are small (a block of resamples times the rows) between draws and counts
     that numpy does on one core, and the bootstrap and the sign flips already run side by side. OpenBLAS's own
     threads only spin between the products: on 100,000 queries they took ``groundkit compare`` from 18.5 s to
-    22.4 s of wall time and from 29 s to 43 s of CPU (BENCHMARKS.md). The limit is set around the whole call and
-    put back after it; calls nested inside it, from either thread, find one thread and leave one.
+    22.4 s of wall time and from 29 s to 43 s of CPU (BENCHMARKS.md section 6).
+
+    OpenBLAS keeps one pool for the process, and threadpoolctl lets one thread at a time set it: the call sets
+    it to one in the thread that makes it and puts back what it found when it returns. The resampling's own
+    threads, started inside the call, find one thread and leave it so. A program that calls the resampling
+    from several threads of its own at once gets the results it would get alone (the sums are exact); only
+    the number of BLAS threads between the calls is then whatever the last call to return found.
     """
 
     @functools.wraps(function)
     def limited(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with _blas_threads().limit(limits=1, user_api="blas"):
+        with _blas_libraries().limit(limits=1, user_api="blas"):
             return function(*args, **kwargs)
 
     return limited
 
 
 @functools.cache
-def _blas_threads() -> Any:
+def _blas_libraries() -> Any:
     """The loaded BLAS libraries, found once: looking them up walks every shared library of the process, and the
     tests and sweeps call the resampling thousands of times."""
     from threadpoolctl import ThreadpoolController

@@ -282,3 +282,51 @@ def test_the_simulation_can_tell_power_apart():
     assert _power(144, effect=0.0)[1] == pytest.approx(0.05, abs=0.02)
     assert _power(144, effect=0.5)[1] == pytest.approx(0.29, abs=0.04)
     assert _power(144, shared=0.5)[1] > 0.95
+
+
+
+def _blas_threads() -> set[int]:
+    from threadpoolctl import threadpool_info
+
+    return {library["num_threads"] for library in threadpool_info() if library["user_api"] == "blas"}
+
+
+def test_the_resampling_runs_blas_on_one_thread_and_puts_back_what_it_found():
+    import threading
+
+    from threadpoolctl import threadpool_limits
+
+    from groundkit.reports.stats import one_blas_thread
+
+    inside: list[set[int]] = []
+
+    @one_blas_thread
+    def nested() -> None:  # as the bootstrap and the sign flips run, in threads the outer call starts
+        inside.append(_blas_threads())
+
+    @one_blas_thread
+    def outer() -> None:
+        inside.append(_blas_threads())
+        workers = [threading.Thread(target=nested) for _ in range(2)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=60)
+        inside.append(_blas_threads())
+
+    with threadpool_limits(limits=2, user_api="blas"):  # what the caller had: two threads
+        outer()
+        assert inside == [{1}, {1}, {1}, {1}]
+        assert _blas_threads() == {2}
+
+    # Nothing is left holding OpenBLAS: another thread sets its pool afterwards.
+    seen: list[set[int]] = []
+
+    def elsewhere() -> None:
+        with threadpool_limits(limits=1, user_api="blas"):
+            seen.append(_blas_threads())
+
+    thread = threading.Thread(target=elsewhere)
+    thread.start()
+    thread.join(timeout=60)
+    assert seen == [{1}]

@@ -21,7 +21,7 @@ from groundkit.cli import main
 from groundkit.corpus.audit import AuditReport
 from tests.bad_inputs import CASES, CORPUS, JUDGMENTS, PARAMS
 from tests.conftest import write_tiny_corpus
-from tests.dvc_helpers import clone_working_tree, compiled_too, repro, run
+from tests.dvc_helpers import clone_working_tree, copy_of, repro, run
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +35,6 @@ def template(tmp_path_factory) -> Path:
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-q", "-m", "tiny corpus"], repo)
     return repo
-
-
-def _copy(template: Path, dest: Path) -> Path:
-    shutil.copytree(template, dest, symlinks=True)
-    compiled_too(template, dest)
-    return dest
 
 
 def _leftovers(directory: Path) -> list[str]:
@@ -103,7 +97,7 @@ def test_the_dvc_sample_names_cases_of_each_content_kind():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bad_input_fails_cleanly_everywhere(template, tmp_path, capsys, name):
     case = CASES[name]
-    workspace = _copy(template, tmp_path / "ws")
+    workspace = copy_of(template, tmp_path / "ws")
     case.damage(workspace)
     paths = ["--corpus", str(workspace / CORPUS), "--judgments", str(workspace / JUDGMENTS),
              "--params", str(workspace / PARAMS)]
@@ -149,7 +143,7 @@ def test_bad_input_fails_cleanly_everywhere(template, tmp_path, capsys, name):
 @pytest.fixture(scope="module")
 def built(template, tmp_path_factory) -> Path:
     """The tiny workspace after one successful `dvc repro`."""
-    workspace = _copy(template, tmp_path_factory.mktemp("built") / "ws")
+    workspace = copy_of(template, tmp_path_factory.mktemp("built") / "ws")
     ran, _ = repro(workspace)
     assert ran == {"check-inputs", "validate-judgments", "resolve-spans", "chunk", "index", "embed", "retrieve",
                    "score", "report"}
@@ -264,7 +258,7 @@ ARTIFACT_CASES: dict[str, tuple[Callable[[Path], None], str, str, str]] = {
 @pytest.mark.parametrize("name", sorted(ARTIFACT_CASES))
 def test_damaged_artifact_is_reported_by_the_next_stage(built, tmp_path, name):
     damage, stage, where, what = ARTIFACT_CASES[name]
-    workspace = _copy(built, tmp_path / "ws")
+    workspace = copy_of(built, tmp_path / "ws")
     damage(workspace)
     ran, result = repro(workspace, "--single-item", stage, check=False)
     assert ran == {stage}

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,7 +171,8 @@ def bytecode_written_once(tmp_path_factory):
     About 600 processes import groundkit: stages, the CLI, runners. With ``PYTHONDONTWRITEBYTECODE`` set, as on
     this project's machines, each compiled every module it imported from source, about 0.1 s of CPU apiece; now
     the first process to import a file from a given path compiles it. Nothing is written beside the code, in
-    this checkout or in a test's clone, where DVC hashes the code folders.
+    this checkout or in a test's clone, where DVC hashes the code folders. The bytecode installed beside the
+    standard library and the packages is linked into the folder first (:func:`link_installed_bytecode`).
     """
     from tests.dvc_helpers import CODE_FOLDERS, built_once, session_folder
 
@@ -182,6 +184,7 @@ def bytecode_written_once(tmp_path_factory):
         # Every module of the checkout's code folders compiled once, for the copies of it the tests make
         # (tests/dvc_helpers.compiled_too): a copy's processes then compile none of them.
         folder.mkdir()
+        link_installed_bytecode(Path(os.environ["PYTHONPYCACHEPREFIX"]))
         folders = [str(REPO / name) for name in CODE_FOLDERS]
         subprocess.run([sys.executable, "-m", "compileall", "-q", *folders], check=True)
 
@@ -192,6 +195,37 @@ def bytecode_written_once(tmp_path_factory):
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+def link_installed_bytecode(prefix: Path) -> None:
+    """Hard-link the bytecode already compiled beside the standard library and the installed packages (pip
+    compiles what it installs) to where a process with ``PYTHONPYCACHEPREFIX=prefix`` looks for it.
+
+    With a prefix, Python reads compiled modules only under it, so the suite's first DVC, stage, Ray worker and
+    torch processes compiled all of DVC, numpy, pydantic, Ray and torch again (about 10,000 modules, some of them
+    on several workers at once). A link copies nothing; where links cannot be made, the processes compile as
+    before. A module whose source no longer matches what its bytecode recorded is compiled again, and Python
+    replaces such a file rather than writing into it, so the installed bytecode is never changed.
+    """
+    tag = f".{sys.implementation.cache_tag}.pyc"
+    paths = sysconfig.get_paths()
+    for root in {paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"]}:
+        for folder, _subfolders, names in os.walk(root):
+            if os.path.basename(folder) != "__pycache__":
+                continue
+            target = prefix.as_posix() + os.path.dirname(folder)
+            made = False
+            for name in names:
+                if name.endswith(tag):
+                    if not made:
+                        os.makedirs(target, exist_ok=True)
+                        made = True
+                    try:
+                        os.link(os.path.join(folder, name), os.path.join(target, name))
+                    except FileExistsError:
+                        pass
+                    except OSError:  # another file system, say: the processes compile, as without the links
+                        return
 
 
 @pytest.fixture(scope="module")

@@ -180,15 +180,15 @@ def bytecode_written_once(tmp_path_factory):
     os.environ["PYTHONPYCACHEPREFIX"] = str(session_folder(tmp_path_factory) / "pycache")
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-    def compile_checkout(folder: Path) -> None:
-        # Every module of the checkout's code folders compiled once, for the copies of it the tests make
-        # (tests/dvc_helpers.compiled_too): a copy's processes then compile none of them.
+    def compiled(folder: Path) -> None:
+        # The installed bytecode linked in, then every module of the checkout's code folders compiled once, for
+        # the copies of it the tests make (tests/dvc_helpers.compiled_too): a copy's processes compile none of them.
         folder.mkdir()
         link_installed_bytecode(Path(os.environ["PYTHONPYCACHEPREFIX"]))
         folders = [str(REPO / name) for name in CODE_FOLDERS]
         subprocess.run([sys.executable, "-m", "compileall", "-q", *folders], check=True)
 
-    built_once(tmp_path_factory, "compiled", compile_checkout)
+    built_once(tmp_path_factory, "compiled", compiled)
     yield
     for key, value in saved.items():
         if value is None:
@@ -211,21 +211,18 @@ def link_installed_bytecode(prefix: Path) -> None:
     paths = sysconfig.get_paths()
     for root in {paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"]}:
         for folder, _subfolders, names in os.walk(root):
-            if os.path.basename(folder) != "__pycache__":
+            compiled = [name for name in names if name.endswith(tag)] if folder.endswith("/__pycache__") else []
+            if not compiled:
                 continue
             target = prefix.as_posix() + os.path.dirname(folder)
-            made = False
-            for name in names:
-                if name.endswith(tag):
-                    if not made:
-                        os.makedirs(target, exist_ok=True)
-                        made = True
-                    try:
-                        os.link(os.path.join(folder, name), os.path.join(target, name))
-                    except FileExistsError:
-                        pass
-                    except OSError:  # another file system, say: the processes compile, as without the links
-                        return
+            os.makedirs(target, exist_ok=True)
+            for name in compiled:
+                try:
+                    os.link(os.path.join(folder, name), os.path.join(target, name))
+                except FileExistsError:
+                    pass
+                except OSError:  # another file system, say: the processes compile, as without the links
+                    return
 
 
 @pytest.fixture(scope="module")

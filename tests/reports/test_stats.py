@@ -284,7 +284,6 @@ def test_the_simulation_can_tell_power_apart():
     assert _power(144, shared=0.5)[1] > 0.95
 
 
-
 def _blas_threads() -> set[int]:
     from threadpoolctl import threadpool_info
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from statistics import NormalDist
@@ -84,13 +85,24 @@ def one_blas_thread(function: Callable[_P, _R]) -> Callable[_P, _R]:
     return limited
 
 
-@functools.cache
-def _blas_libraries() -> Any:
-    """The loaded BLAS libraries, found once: looking them up walks every shared library of the process, and the
-    tests and sweeps call the resampling thousands of times."""
-    from threadpoolctl import ThreadpoolController
+_found_blas: tuple[int, Any] | None = None
 
-    return ThreadpoolController()
+
+def _blas_libraries() -> Any:
+    """The loaded BLAS libraries, looked up again only after a module was imported.
+
+    Looking them up walks every shared library of the process (about a millisecond), and the tests and sweeps
+    call the resampling thousands of times. A library is loaded by an import, though: numpy's OpenBLAS first,
+    scipy's own when scipy.stats or scipy.linalg is imported, perhaps by the resampling itself. Found once and
+    kept, the lookup missed such a library, and its threads kept their number.
+    """
+    global _found_blas
+    modules = len(sys.modules)
+    if _found_blas is None or _found_blas[0] != modules:
+        from threadpoolctl import ThreadpoolController
+
+        _found_blas = (len(sys.modules), ThreadpoolController())
+    return _found_blas[1]
 
 
 def _block(queries: int, resamples: int, block_values: int) -> int:

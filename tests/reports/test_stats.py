@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import subprocess
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -25,6 +28,7 @@ from groundkit.reports.stats import (
     smallest_p_value,
     wins_ties_losses,
 )
+from tests.conftest import REPO
 
 # --- intervals and p-values --------------------------------------------------------------------
 
@@ -329,3 +333,23 @@ def test_the_resampling_runs_blas_on_one_thread_and_puts_back_what_it_found():
     thread.start()
     thread.join(timeout=60)
     assert seen == [{1}]
+
+
+def test_a_blas_library_loaded_after_the_first_resampling_is_limited_too():
+    # numpy brings one OpenBLAS and scipy its own, loaded when scipy.linalg is first imported: in a process that
+    # resampled before importing scipy, the limit used to miss scipy's library, which kept its two threads.
+    script = (
+        "from threadpoolctl import threadpool_info, threadpool_limits\n"
+        "from groundkit.reports.stats import one_blas_thread\n"
+        "def blas(): return sorted((l['filepath'], l['num_threads']) for l in threadpool_info()"
+        " if l['user_api'] == 'blas')\n"
+        "one_blas_thread(blas)()\n"
+        "import scipy.linalg\n"
+        "with threadpool_limits(limits=2, user_api='blas'):\n"
+        "    print(len(blas()), {n for _, n in one_blas_thread(blas)()}, {n for _, n in blas()})\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split(" ", 1)[1].strip() == "{1} {2}"
+    assert int(result.stdout.split(" ", 1)[0]) >= 2  # numpy's and scipy's: the case the check is about

@@ -59,6 +59,17 @@ class Cluster:
     client: str
     logs: Path
 
+    def client_server_logs(self) -> str:
+        """The last lines of the Ray Client servers' logs and the runtime environment agent's: what a failed
+        connection through Ray Client leaves to explain it (the cluster's folder is removed with the cluster)."""
+        shown = []
+        for pattern in ("ray_client_server*", "runtime_env*"):
+            for log in sorted(self.logs.glob(pattern)):
+                lines = log.read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
+                if lines:
+                    shown.append(f"\n--- {log.name} (last {len(lines)} lines)\n" + "\n".join(lines))
+        return "".join(shown)
+
     def tasks_started(self) -> Counter[str]:
         """How many times each task or actor name was started, from the workers' logs (``:task_name:NAME``)."""
         names: Counter[str] = Counter()
@@ -152,10 +163,10 @@ def engine(cluster: Cluster) -> Iterator[object]:
         yield connected
 
 
-def groundkit_run(corpus: Path, judgments: Path, out: Path, *args: str) -> None:
+def groundkit_run(corpus: Path, judgments: Path, out: Path, *args: str, cluster: Cluster | None = None) -> None:
     result = subprocess.run([str(BIN / "groundkit"), "run", "--corpus", str(corpus), "--judgments", str(judgments),
                              "--out", str(out), *args], capture_output=True, text=True, env=env(), check=False)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0, result.stderr + (cluster.client_server_logs() if cluster else "")
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -204,7 +215,7 @@ def test_committed_corpus_same_bytes_on_ray(cluster, committed_local, tmp_path, 
     before = cluster.tasks_started()
     address = cluster.address if via == "head" else cluster.client
     groundkit_run(*COMMITTED, tmp_path / "ray", "--params", str(REPO / "params.yaml"),
-                  "--set", "execution.engine=ray", "--set", f"execution.address={address}")
+                  "--set", "execution.engine=ray", "--set", f"execution.address={address}", cluster=cluster)
     assert_same_files(committed_local, tmp_path / "ray")  # index/, run.trec, metrics.json and every other file
     started = cluster.tasks_started() - before
     assert {name: started[name] > 0 for name in ("_count_segment", "_weigh_segment", "_search_segment")} == {

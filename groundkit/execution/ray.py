@@ -180,6 +180,10 @@ class RayEngine:
         except (OSError, ValueError) as exc:
             raise self._unreachable(address, str(exc)) from None
         refused = _handshake(f"{host}:{port}", client=address.startswith("ray://"), deadline=HANDSHAKE_S)
+        if refused == _UNAUTHENTICATED:
+            raise EngineError(f"the Ray cluster at {address} refused this process's authentication token",
+                              fix="give groundkit the cluster's token the way Ray reads it: RAY_AUTH_MODE=token and "
+                                  "RAY_AUTH_TOKEN, or RAY_AUTH_TOKEN_PATH (~/.ray/auth_token by default)")
         if refused is not None:
             raise self._unreachable(address, refused)
 
@@ -335,11 +339,17 @@ class RayEngine:
         return rankings
 
 
+_UNAUTHENTICATED = "unauthenticated"
+"""What :func:`_handshake` returns when the head node refused the token the driver would send."""
+
+
 def _handshake(address: str, *, client: bool, deadline: float) -> str | None:
     """None when a Ray head node answers a request at ``address`` (HOST:PORT) within ``deadline`` seconds; else why.
 
     The request is the first one every driver sends: the cluster id from the head node (GCS), or, through Ray
-    Client, a ping. Any answer counts, a refused authentication too: only Ray speaks that protocol there.
+    Client, a ping, with the authentication token Ray's own driver would send. A refused token is
+    :data:`_UNAUTHENTICATED`: ray.init would then retry for a minute, printing Ray's log lines, and say only that
+    it failed to connect. Any other answer in Ray's protocol counts as Ray's.
     """
     import grpc
 
@@ -358,7 +368,8 @@ def _handshake(address: str, *, client: bool, deadline: float) -> str | None:
 
     end = time.monotonic() + deadline
     reason = "nothing answered"
-    with grpc.insecure_channel(address) as channel:
+    with grpc.insecure_channel(address) as plain:
+        channel = _with_rays_token(plain)
         while True:
             try:
                 ask(channel, min(_ATTEMPT_S, max(end - time.monotonic(), 0.05)))
@@ -367,6 +378,8 @@ def _handshake(address: str, *, client: bool, deadline: float) -> str | None:
                 code = exc.code() if isinstance(exc, grpc.Call) else None
                 if code is grpc.StatusCode.UNIMPLEMENTED:
                     return "a service answers there, but not a Ray head node"
+                if code is grpc.StatusCode.UNAUTHENTICATED:
+                    return _UNAUTHENTICATED
                 if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                     return None  # a refusal in Ray's protocol (an authentication token, say) is still Ray
                 reason = exc.details() if isinstance(exc, grpc.Call) and exc.details() else reason
@@ -375,6 +388,22 @@ def _handshake(address: str, *, client: bool, deadline: float) -> str | None:
             if time.monotonic() >= end:
                 return f"no answer to a Ray handshake within {deadline:g} s: {reason}"
             time.sleep(_RETRY_S)  # a refused connection fails at once: do not spin
+
+
+def _with_rays_token(channel: Any) -> Any:
+    """``channel`` sending the authentication token Ray's driver sends (none where Ray has none configured).
+
+    Ray's own gRPC interceptor, a private module: a Ray without it sends nothing, and a refused token then shows
+    as any other answer of Ray's would (ray.init reports it).
+    """
+    try:
+        import grpc
+        from ray._private.authentication.grpc_authentication_client_interceptor import (
+            SyncAuthenticationMetadataClientInterceptor,
+        )
+    except ImportError:
+        return channel
+    return grpc.intercept_channel(channel, SyncAuthenticationMetadataClientInterceptor())
 
 
 class _Watch:
@@ -394,7 +423,7 @@ class _Watch:
 
     def _run(self) -> None:
         while not self._stop.wait(_WATCH_S):
-            if _handshake(self.address, client=False, deadline=_WATCH_S) is None:
+            if _handshake(self.address, client=False, deadline=_WATCH_S) in (None, _UNAUTHENTICATED):  # Ray answered
                 self._answered = time.monotonic()
             elif time.monotonic() - self._answered > self.patience + 2 * _WATCH_S and not self._stop.is_set():
                 # The driver is stuck where none of groundkit's waits runs (sending a task, inside Ray Data):

@@ -372,6 +372,23 @@ def test_an_address_where_another_service_listens_is_one_message(cluster, tmp_pa
     assert _errors(err) == 1 and "Traceback" not in err and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("via", "token"), [("head", "wrong"), ("client", "wrong"), ("head", "none")])
+def test_a_token_the_cluster_refuses_is_one_message_naming_the_token(cluster, tmp_path, via, token):
+    """ray.init retried a refused token for a minute, printed Ray's log lines, and said only that it could not
+    connect (through Ray Client: "connection timeout"). The handshake sends the token Ray's driver would send."""
+    address = cluster.address if via == "head" else cluster.client
+    other = secrets.token_hex(32)
+    extra = {"RAY_AUTH_TOKEN": other} if token == "wrong" else {
+        "RAY_AUTH_MODE": "", "RAY_AUTH_TOKEN": "", "RAY_AUTH_TOKEN_PATH": str(tmp_path / "no-token")}
+    _, err = _groundkit(*_run_on(address, tmp_path / "out"), **extra).communicate(timeout=300)
+    assert err.startswith(f"error: the Ray cluster at {address} refused this process's authentication token\n"
+                          "  fix: give groundkit the cluster's token the way Ray reads it: RAY_AUTH_MODE=token and "
+                          "RAY_AUTH_TOKEN, or RAY_AUTH_TOKEN_PATH"), err
+    assert _errors(err) == 1 and len(err.splitlines()) == 2, err  # no line of Ray's own log
+    assert os.environ["RAY_AUTH_TOKEN"] not in err and other not in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_sigterm_while_a_silent_address_is_tried_exits_143(cluster, tmp_path):
     """A port that accepts connections and never answers: the wait is SIGTERM's to end, as any other (exit 143).
 

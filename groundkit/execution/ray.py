@@ -179,7 +179,13 @@ class RayEngine:
             socket.create_connection((host, int(port)), timeout=_PROBE_S).close()
         except (OSError, ValueError) as exc:
             raise self._unreachable(address, str(exc)) from None
-        refused = _handshake(f"{host}:{port}", client=address.startswith("ray://"), deadline=HANDSHAKE_S)
+        try:
+            refused = _handshake(f"{host}:{port}", client=address.startswith("ray://"), deadline=HANDSHAKE_S)
+        except _ray().exceptions.AuthenticationError as exc:  # Ray's loader, reading the token to send
+            said = str(exc).split(". ", 1)[0]
+            raise EngineError(f"Ray cannot read this process's authentication token for {address} ({said})",
+                              fix="give groundkit the cluster's token the way Ray reads it: RAY_AUTH_TOKEN, or a "
+                                  "readable RAY_AUTH_TOKEN_PATH (~/.ray/auth_token by default)") from None
         if refused == _UNAUTHENTICATED:
             raise EngineError(f"the Ray cluster at {address} refused this process's authentication token",
                               fix="give groundkit the cluster's token the way Ray reads it: RAY_AUTH_MODE=token and "

@@ -389,6 +389,18 @@ def test_a_token_the_cluster_refuses_is_one_message_naming_the_token(cluster, tm
     assert not (tmp_path / "out").exists()
 
 
+def test_a_token_file_ray_cannot_read_is_one_message(cluster, tmp_path):
+    """Ray's token loader raises its own error for a RAY_AUTH_TOKEN_PATH it cannot read: one message, no traceback."""
+    missing = tmp_path / "no-token"
+    _, err = _groundkit(*_run_on(cluster.address, tmp_path / "out"), RAY_AUTH_TOKEN="",
+                        RAY_AUTH_TOKEN_PATH=str(missing)).communicate(timeout=300)
+    assert err == (f"error: Ray cannot read this process's authentication token for {cluster.address} "
+                   f"(RAY_AUTH_TOKEN_PATH is set but file cannot be opened or is empty: {missing})\n"
+                   "  fix: give groundkit the cluster's token the way Ray reads it: RAY_AUTH_TOKEN, or a readable "
+                   "RAY_AUTH_TOKEN_PATH (~/.ray/auth_token by default)\n"), err
+    assert not (tmp_path / "out").exists()
+
+
 def test_sigterm_while_a_silent_address_is_tried_exits_143(cluster, tmp_path):
     """A port that accepts connections and never answers: the wait is SIGTERM's to end, as any other (exit 143).
 

@@ -387,7 +387,7 @@ def _handshake(address: str, *, client: bool, deadline: float) -> str | None:
                 if code is grpc.StatusCode.UNAUTHENTICATED:
                     return _UNAUTHENTICATED
                 if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                    return None  # a refusal in Ray's protocol (an authentication token, say) is still Ray
+                    return None  # any other refusal in Ray's protocol is still Ray answering
                 reason = exc.details() if isinstance(exc, grpc.Call) and exc.details() else reason
                 if "Failed parsing HTTP/2" in reason:
                     return f"a service answers there, but not in Ray's protocol: {reason}"
